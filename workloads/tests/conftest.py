@@ -1,0 +1,46 @@
+"""Shared fixtures for workload tests: build once, run under qemu-user."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "workloads" / "build"
+VLENS = (128, 256, 512, 1024)
+
+
+@dataclass
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def record(self) -> dict:
+        lines = [ln for ln in self.stdout.splitlines() if ln.startswith("{")]
+        assert len(lines) == 1, f"expected one JSON line, got: {self.stdout!r} {self.stderr!r}"
+        return json.loads(lines[0])
+
+
+def qemu_run(binary: str, args: list[str], vlen: int = 256, timeout: float = 300) -> Result:
+    """Run workloads/build/<binary> under qemu-riscv64 with the given VLEN."""
+    path = BUILD / binary
+    cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
+    proc = subprocess.run(
+        ["qemu-riscv64", "-cpu", cpu, str(path), *args],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built_workloads() -> None:
+    if shutil.which("qemu-riscv64") is None:
+        pytest.fail("qemu-riscv64 not found: run `make setup`")
+    subprocess.run(["make", "-s", "workloads"], cwd=ROOT, check=True)
