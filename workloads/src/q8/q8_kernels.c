@@ -143,12 +143,30 @@ void q8_split(const q8_split_layout *s, const block_q8 *xq, float *y) {
             const int8_t *xb = xq[b].qs;
             const int8_t *wb = wt + b * QK * vl;
             vint32m4_t isum = __riscv_vmv_v_x_i32m4(0, vl);
-            for (int k = 0; k < QK; k += 2) {
-                vint8m1_t w0 = __riscv_vle8_v_i8m1(wb + (size_t)k * vl, vl);
-                vint8m1_t w1 = __riscv_vle8_v_i8m1(wb + (size_t)(k + 1) * vl, vl);
-                vint16m2_t pr = __riscv_vwmul_vx_i16m2(w0, xb[k], vl);
-                pr = __riscv_vwmacc_vx_i16m2(pr, xb[k + 1], w1, vl);
-                isum = __riscv_vwadd_wv_i32m4(isum, pr, vl);
+            /* 8 columns per step: the four SEW=8 pair products first, then the four SEW=16
+             * widen-adds, so vtype changes twice per 8 columns, not twice per pair. Kept
+             * rolled: a full unroll makes clang hoist all products and spill registers. */
+#pragma clang loop unroll(disable)
+            for (int k = 0; k < QK; k += 8) {
+                const int8_t *c = wb + (size_t)k * vl;
+                vint16m2_t p0 = __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c, vl), xb[k], vl);
+                p0 = __riscv_vwmacc_vx_i16m2(p0, xb[k + 1], __riscv_vle8_v_i8m1(c + vl, vl), vl);
+                vint16m2_t p1 =
+                    __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 2 * vl, vl), xb[k + 2], vl);
+                p1 = __riscv_vwmacc_vx_i16m2(p1, xb[k + 3],
+                                             __riscv_vle8_v_i8m1(c + 3 * vl, vl), vl);
+                vint16m2_t p2 =
+                    __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 4 * vl, vl), xb[k + 4], vl);
+                p2 = __riscv_vwmacc_vx_i16m2(p2, xb[k + 5],
+                                             __riscv_vle8_v_i8m1(c + 5 * vl, vl), vl);
+                vint16m2_t p3 =
+                    __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 6 * vl, vl), xb[k + 6], vl);
+                p3 = __riscv_vwmacc_vx_i16m2(p3, xb[k + 7],
+                                             __riscv_vle8_v_i8m1(c + 7 * vl, vl), vl);
+                isum = __riscv_vwadd_wv_i32m4(isum, p0, vl);
+                isum = __riscv_vwadd_wv_i32m4(isum, p1, vl);
+                isum = __riscv_vwadd_wv_i32m4(isum, p2, vl);
+                isum = __riscv_vwadd_wv_i32m4(isum, p3, vl);
             }
             vfloat32m4_t fsum = __riscv_vfcvt_f_x_v_f32m4(isum, vl);
             vfloat32m4_t sc = __riscv_vle32_v_f32m4(st + b * vl, vl);
