@@ -1,0 +1,53 @@
+/* Attention workload: shared problem description and kernel entry points.
+ * Layouts follow ggml: Q and O are [token][head][D], K and V are [pos][kv_head][D]. */
+#pragma once
+#include <stddef.h>
+
+typedef struct {
+    int heads, kv_heads, head_dim;
+    int n_q;    /* query tokens */
+    int n_kv;   /* keys / values */
+    int causal; /* query i sees keys 0 .. i + (n_kv - n_q) */
+    float scale;
+    const float *q, *k, *v;
+    float *o;
+} attn_problem;
+
+typedef struct {
+    int block_r, block_c; /* fa-v sequence blocking: query tokens x keys */
+    int unroll;           /* fa-v blocked regime: heads per unrolled group */
+    int r;                /* fa-v packed regime: registers of packed heads per iteration */
+    int lmul;             /* 1, 2 or 4: register grouping for ggml-vec and fa-v */
+} attn_tunables;
+
+/* One past the last key that query token i may see. */
+static inline int attn_kv_end(const attn_problem *p, int i) {
+    return p->causal ? i + 1 + (p->n_kv - p->n_q) : p->n_kv;
+}
+
+void attn_ggml_scalar(const attn_problem *p);
+
+#if VLSCALE_VECTOR
+void attn_ggml_vec(const attn_problem *p, const attn_tunables *t);
+
+/* fa-v: the regime is decided before the region of interest, together with the scratch
+ * memory the kernel needs, so the kernel call itself allocates nothing. */
+typedef struct {
+    const attn_problem *p;
+    attn_tunables t;
+    int vlmax;  /* elements of e32 at the chosen LMUL */
+    int packed; /* 1: inter-head packing (VLMAX > D and D | VLMAX); 0: blocked */
+    int pack;   /* heads per register in the packed regime (1 when blocked) */
+    float *m, *s;   /* running max / sum for one query block (replicated per element when
+                       packed, one per head when blocked) */
+    float *sc;      /* blocked regime: scores of one key block for an unrolled head group */
+    int n_regs;     /* packed regime: registers needed for the heads of one token */
+    int *seg;       /* packed: (kv head, number of query heads) per segment of a register */
+    int *seg_start; /* packed: first segment of register r is seg_start[r] */
+    unsigned char *same_prev; /* packed: register r replicates the same kv rows as r-1 */
+} fav_ctx;
+
+int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t); /* 0 ok */
+void attn_fa_v(const fav_ctx *c);
+void fav_release(fav_ctx *c);
+#endif

@@ -1,0 +1,94 @@
+/* fa-v (fp32): FlashAttention-V. The regime is chosen at run time from VLMAX (vsetvlmax at
+ * e32 and the chosen LMUL): VLMAX <= D or D not dividing VLMAX -> "blocked" (sequence
+ * blocking, heads innermost, unrolled over U heads with GQA reuse); otherwise "packed"
+ * (P = VLMAX/D heads per register, vectorised online softmax). See README.md. */
+#if VLSCALE_VECTOR
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "attention/attn.h"
+
+#define LM m1
+#define MB 32
+#include "attention/rvv_lmul.h"
+#include "attention/fa_v_impl.h"
+#undef LM
+#undef MB
+#define LM m2
+#define MB 16
+#include "attention/rvv_lmul.h"
+#include "attention/fa_v_impl.h"
+#undef LM
+#undef MB
+#define LM m4
+#define MB 8
+#include "attention/rvv_lmul.h"
+#include "attention/fa_v_impl.h"
+
+static int vlmax_e32(int lmul) {
+    switch (lmul) {
+    case 1: return (int)__riscv_vsetvlmax_e32m1();
+    case 2: return (int)__riscv_vsetvlmax_e32m2();
+    default: return (int)__riscv_vsetvlmax_e32m4();
+    }
+}
+
+int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
+    const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
+    *c = (fav_ctx){.p = p, .t = *t};
+    c->vlmax = vlmax_e32(t->lmul);
+    c->packed = c->vlmax > D && c->vlmax % D == 0;
+    c->pack = c->packed ? c->vlmax / D : 1;
+    if (c->t.r < 1) c->t.r = 1;
+    const size_t per = c->packed ? (size_t)t->block_r * H * D : (size_t)t->block_r * H;
+    c->m = malloc(per * sizeof(float));
+    c->s = malloc(per * sizeof(float));
+    c->sc = malloc((size_t)8 * t->block_c * sizeof(float));
+    if (!c->m || !c->s || !c->sc) return -1;
+    if (c->packed) {
+        const int P = c->pack;
+        c->n_regs = (H + P - 1) / P;
+        if (c->t.r > c->n_regs) c->t.r = c->n_regs; /* R is capped by the number of heads */
+        c->seg = malloc((size_t)2 * H * sizeof(int));
+        c->seg_start = malloc((size_t)(c->n_regs + 1) * sizeof(int));
+        c->same_prev = calloc((size_t)c->n_regs, 1);
+        if (!c->seg || !c->seg_start || !c->same_prev) return -1;
+        int ns = 0;
+        for (int r = 0; r < c->n_regs; r++) {
+            c->seg_start[r] = ns;
+            const int hb = r * P, he = hb + P < H ? hb + P : H;
+            for (int h = hb; h < he;) { /* runs of heads that share one kv head */
+                const int kv = h / group;
+                const int stop = (kv + 1) * group < he ? (kv + 1) * group : he;
+                c->seg[2 * ns] = kv;
+                c->seg[2 * ns + 1] = stop - h;
+                ns++;
+                h = stop;
+            }
+            if (r > 0 && ns - c->seg_start[r] == 1 && c->seg_start[r] - c->seg_start[r - 1] == 1 &&
+                c->seg[2 * (ns - 1)] == c->seg[2 * (ns - 2)])
+                c->same_prev[r] = 1;
+        }
+        c->seg_start[c->n_regs] = ns;
+    }
+    return 0;
+}
+
+void attn_fa_v(const fav_ctx *c) {
+    switch (c->t.lmul) {
+    case 1: fav_run_m1(c); break;
+    case 2: fav_run_m2(c); break;
+    default: fav_run_m4(c); break;
+    }
+}
+
+void fav_release(fav_ctx *c) {
+    free(c->m);
+    free(c->s);
+    free(c->sc);
+    free(c->seg);
+    free(c->seg_start);
+    free(c->same_prev);
+}
+#endif

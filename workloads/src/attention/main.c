@@ -1,0 +1,228 @@
+/* attention: one transformer attention layer (prefill or decode) with a chosen kernel.
+ * args -> deterministic Q/K/V -> [ROI] kernel [/ROI] -> double-precision reference ->
+ * element-wise check -> one JSON line -> exit 0 (correct), 1 (wrong), 2 (bad arguments). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attn.h"
+#include "common/harness.h"
+
+/* Tolerances (fp32 kernel vs double reference). The output is a convex combination of V
+ * rows with |V| <= 1. fp32 rounding in a dot of D <= 256 terms, the online rescaling over
+ * up to a few thousand keys and the polynomial exp (~2e-7 relative) stay around 1e-6
+ * absolute; ATOL 1e-5 + RTOL 1e-4 leaves an order of magnitude of margin while any real bug
+ * (wrong head, wrong key, missing rescale) moves outputs by 1e-3 or more. */
+#define ATOL 1e-5
+#define RTOL 1e-4
+#define REL_FLOOR 1e-3 /* max_rel denominators below this are clamped (near-zero outputs) */
+
+static void reference(const attn_problem *p, double *out) {
+    const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
+    const size_t kv_row = (size_t)p->kv_heads * D;
+    double *w = malloc((size_t)p->n_kv * sizeof(double));
+    if (!w) die_arg("out of memory");
+    for (int i = 0; i < p->n_q; i++) {
+        const int end = attn_kv_end(p, i);
+        for (int h = 0; h < H; h++) {
+            const float *q = p->q + ((size_t)i * H + h) * D;
+            const size_t kvo = (size_t)(h / group) * D;
+            double mx = -INFINITY, sum = 0.0;
+            for (int j = 0; j < end; j++) {
+                const float *k = p->k + (size_t)j * kv_row + kvo;
+                double s = 0.0;
+                for (int d = 0; d < D; d++) s += (double)q[d] * k[d];
+                w[j] = s / sqrt((double)D);
+                if (w[j] > mx) mx = w[j];
+            }
+            for (int j = 0; j < end; j++) sum += (w[j] = exp(w[j] - mx));
+            double *o = out + ((size_t)i * H + h) * D;
+            for (int d = 0; d < D; d++) o[d] = 0.0;
+            for (int j = 0; j < end; j++) {
+                const float *v = p->v + (size_t)j * kv_row + kvo;
+                for (int d = 0; d < D; d++) o[d] += w[j] / sum * v[d];
+            }
+        }
+    }
+    free(w);
+}
+
+static void fill(rng_t *r, float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = rng_uniform(r, -1.0f, 1.0f);
+}
+
+static void write_meta(const char *dir, const char *kernel, const attn_problem *p, long seed) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "error: --dump: cannot write %s\n", path);
+        exit(EXIT_BADARG);
+    }
+    fprintf(f,
+            "{\"kernel\": \"%s\", \"dtype\": \"float32\", \"layout\": \"ggml\", \"seed\": %ld,\n"
+            " \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"n_q\": %d, \"n_kv\": %d,\n"
+            " \"causal\": %s, \"scale\": %.9g,\n"
+            " \"shapes\": {\"q\": [%d, %d, %d], \"k\": [%d, %d, %d], \"v\": [%d, %d, %d],"
+            " \"o\": [%d, %d, %d]}}\n",
+            kernel, seed, p->heads, p->kv_heads, p->head_dim, p->n_q, p->n_kv,
+            p->causal ? "true" : "false", (double)p->scale, p->n_q, p->heads, p->head_dim,
+            p->n_kv, p->kv_heads, p->head_dim, p->n_kv, p->kv_heads, p->head_dim, p->n_q,
+            p->heads, p->head_dim);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "error: --dump: cannot write %s\n", path);
+        exit(EXIT_BADARG);
+    }
+}
+
+int main(int argc, char **argv) {
+    static const char *const kernels[] = {"ggml-scalar", "ggml-vec", "fa-v", NULL};
+    static const char *const phases[] = {"prefill", "decode", NULL};
+    static const char *const precisions[] = {"fp32", "fp16", NULL};
+    args_t a;
+    args_init(&a, argc, argv);
+
+    const char *kernel = arg_choice(&a, "kernel", NULL, kernels);
+#if !VLSCALE_VECTOR
+    if (strcmp(kernel, "ggml-scalar") != 0)
+        die_arg("--kernel: '%s' needs the vector build (this is attention-scalar, rv64gc: "
+                "only ggml-scalar)", kernel);
+#endif
+    const char *model = arg_str(&a, "model", NULL);
+    const char *sh = arg_str(&a, "heads", NULL), *skv = arg_str(&a, "kv-heads", NULL),
+               *sd = arg_str(&a, "head-dim", NULL);
+    int heads, kv_heads, head_dim;
+    if (model) {
+        if (sh || skv || sd) die_arg("--model: give either --model or --heads/--kv-heads/--head-dim");
+        const model_shape *m = find_model(model);
+        if (!m) {
+            char list[512] = "";
+            for (int i = 0; i < N_MODELS; i++) {
+                strncat(list, MODELS[i].name, sizeof list - strlen(list) - 1);
+                if (i + 1 < N_MODELS) strncat(list, ", ", sizeof list - strlen(list) - 1);
+            }
+            die_arg("--model: unknown model '%s' (expected one of: %s)", model, list);
+        }
+        heads = m->heads, kv_heads = m->kv_heads, head_dim = m->head_dim;
+    } else {
+        if (!sh || !skv || !sd)
+            die_arg("--model: missing (or give all of --heads, --kv-heads and --head-dim)");
+        heads = (int)arg_long(&a, "heads", 0, 1, 1024);
+        kv_heads = (int)arg_long(&a, "kv-heads", 0, 1, 1024);
+        head_dim = (int)arg_long(&a, "head-dim", 0, 1, 4096);
+        if (heads % kv_heads)
+            die_arg("--kv-heads: %d does not divide --heads %d", kv_heads, heads);
+    }
+    const char *phase = arg_choice(&a, "phase", "prefill", phases);
+    const int decode = strcmp(phase, "decode") == 0;
+    int n_q, n_kv;
+    if (decode) {
+        if (arg_str(&a, "n", NULL)) die_arg("--n: not used with --phase decode (use --l)");
+        n_kv = (int)arg_long(&a, "l", 256, 1, 1 << 20);
+        n_q = 1;
+    } else {
+        if (arg_str(&a, "l", NULL)) die_arg("--l: not used with --phase prefill (use --n)");
+        n_q = n_kv = (int)arg_long(&a, "n", 64, 1, 1 << 16);
+    }
+    const char *precision = arg_choice(&a, "precision", "fp32", precisions);
+    if (strcmp(precision, "fp16") == 0)
+        die_arg("--precision: fp16 is not supported in this build (needs zvfh; fp32 only)");
+    const long seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
+    const roi_mode roi = parse_roi(&a);
+    attn_tunables t;
+    t.block_r = (int)arg_long(&a, "block-r", 64, 1, 1 << 16);
+    t.block_c = (int)arg_long(&a, "block-c", 64, 1, 1 << 16);
+    t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
+    t.r = (int)arg_long(&a, "r", 4, 1, 4);
+    t.lmul = (int)arg_long(&a, "lmul", 1, 1, 4);
+    if (t.lmul == 3) die_arg("--lmul: expected 1, 2 or 4, got 3");
+    const char *dump = arg_str(&a, "dump", NULL);
+    const int perturb = arg_flag(&a, "test-perturb");
+    args_finish(&a);
+
+    const size_t nq_el = (size_t)n_q * heads * head_dim, nkv_el = (size_t)n_kv * kv_heads * head_dim;
+    float *q = xaligned(nq_el * sizeof(float)), *k = xaligned(nkv_el * sizeof(float)),
+          *v = xaligned(nkv_el * sizeof(float)), *o = xaligned(nq_el * sizeof(float));
+    rng_t rng;
+    rng_seed(&rng, (uint64_t)seed);
+    fill(&rng, q, nq_el);
+    fill(&rng, k, nkv_el);
+    fill(&rng, v, nkv_el);
+    attn_problem p = {.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim, .n_q = n_q,
+                      .n_kv = n_kv, .causal = !decode, .scale = 1.0f / sqrtf((float)head_dim),
+                      .q = q, .k = k, .v = v, .o = o};
+
+    const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
+    int vlmax = 0, pack = 1;
+#if VLSCALE_VECTOR
+    fav_ctx fc;
+    const int is_fav = strcmp(kernel, "fa-v") == 0;
+    if (is_fav) {
+        if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
+        regime = fc.packed ? "packed" : "blocked";
+        vlmax = fc.vlmax;
+        pack = fc.pack;
+    }
+    roi_begin(roi);
+    if (is_fav) attn_fa_v(&fc);
+    else if (strcmp(kernel, "ggml-vec") == 0) attn_ggml_vec(&p, &t);
+    else attn_ggml_scalar(&p);
+    roi_end(roi);
+    if (is_fav) fav_release(&fc);
+#else
+    roi_begin(roi);
+    attn_ggml_scalar(&p);
+    roi_end(roi);
+#endif
+    if (perturb) o[nq_el / 2] += 0.5f; /* self-test of the checker: must be caught */
+
+    double *ref = malloc(nq_el * sizeof(double));
+    if (!ref) die_arg("out of memory");
+    reference(&p, ref);
+    err_stats e;
+    err_reset(&e);
+    for (size_t i = 0; i < nq_el; i++) err_add(&e, o[i], ref[i], ATOL, RTOL, REL_FLOOR);
+    const int ok = e.n_bad == 0;
+
+    if (dump) {
+        dump_array(dump, "q", q, nq_el * sizeof(float));
+        dump_array(dump, "k", k, nkv_el * sizeof(float));
+        dump_array(dump, "v", v, nkv_el * sizeof(float));
+        dump_array(dump, "o", o, nq_el * sizeof(float));
+        write_meta(dump, kernel, &p, seed);
+    }
+
+    json_begin();
+    json_str("workload", "attention");
+    json_str("kernel", kernel);
+    json_str("model", model ? model : "custom");
+    json_int("heads", heads);
+    json_int("kv_heads", kv_heads);
+    json_int("head_dim", head_dim);
+    json_str("phase", phase);
+    json_int(decode ? "l" : "n", decode ? n_kv : n_q);
+    json_str("precision", precision);
+    json_int("seed", seed);
+    json_str("roi", roi == ROI_M5 ? "m5" : "none");
+    json_int("vlen", (long)vlen_bits());
+    json_int("block_r", t.block_r);
+    json_int("block_c", t.block_c);
+    json_int("unroll", t.unroll);
+    json_int("r", t.r);
+    json_int("lmul", t.lmul);
+    json_str("regime", regime);
+    json_int("vlmax", vlmax);
+    json_int("pack", pack);
+    json_num("max_abs_err", e.max_abs);
+    json_num("max_rel_err", e.max_rel);
+    json_int("n_bad", (long)e.n_bad);
+    json_num("atol", ATOL);
+    json_num("rtol", RTOL);
+    json_bool("pass", ok);
+    json_end();
+    free(ref);
+    free(q), free(k), free(v), free(o);
+    return ok ? EXIT_OK : EXIT_WRONG;
+}
