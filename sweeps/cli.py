@@ -1,0 +1,86 @@
+"""Command line: `python -m sweeps` / `vecscale` with verbs plan, run, status, schema."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sweeps.results import LockHeld
+from sweeps.spec import SpecError
+
+EPILOG = "SPEC is a name in sweeps/ (smoke, edge, paper, qemu-validate, qemu-ci) or a path."
+
+
+def parser() -> argparse.ArgumentParser:
+    from sweeps.driver import DEFAULT_RESULTS
+
+    ap = argparse.ArgumentParser(prog="vecscale", description="vecscale sweep driver",
+                                 epilog=EPILOG)
+    sub = ap.add_subparsers(dest="verb", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("spec", metavar="SPEC")
+        p.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
+                       help="results root (default: results/ in the repo)")
+
+    common(sub.add_parser("plan", help="expand a spec and print what would run"))
+    common(sub.add_parser("status", help="counts per status of a sweep's runs"))
+    r = sub.add_parser("run", help="run what is missing")
+    common(r)
+    r.add_argument("-j", "--jobs", type=int, default=None,
+                   help="parallel runs (local; default: cores, ~1 GiB per gem5 run)")
+    r.add_argument("--executor", choices=("local", "slurm"), default="local")
+    r.add_argument("--timeout", type=float, default=None,
+                   help="per-run seconds (default: the spec's timeout_s; 0 = none)")
+    r.add_argument("--grace", type=float, default=30.0,
+                   help="seconds between SIGINT and SIGKILL when stopping a run")
+    r.add_argument("--retry-failed", action="store_true", help="rerun runs that failed")
+    r.add_argument("--force", action="store_true", help="rerun every run")
+    r.add_argument("--templates", type=Path, default=None,
+                   help="folder whose *.j2 files override sweeps/templates/ by name")
+    r.add_argument("--max-parallel", type=int, default=64,
+                   help="slurm: array throttle %%K")
+    r.add_argument("--sbatch-arg", action="append", default=[],
+                   help="slurm: extra #SBATCH line, e.g. --sbatch-arg=--partition=long")
+    r.add_argument("--resubmit", type=int, default=1,
+                   help="slurm: resubmissions of runs that left no status (default 1)")
+    r.add_argument("--poll", type=float, default=5.0, help="slurm: squeue poll seconds")
+    sub.add_parser("schema", help="write sweeps/schema/sweep.schema.json")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        if a.verb == "schema":
+            from sweeps.spec import write_schema
+
+            print(write_schema())
+            return 0
+        from sweeps import driver
+
+        if a.verb == "plan":
+            spec, _p, _t, plan = driver.load_and_plan(a.spec, a.results)
+            driver.print_plan(spec, plan, a.results)
+            return 0
+        if a.verb == "status":
+            return driver.status_sweep(a.spec, a.results)
+        if a.jobs is not None and a.jobs < 1:
+            raise SpecError("-j: expected a positive number of parallel runs")
+        opts = driver.Options(results=a.results, jobs=a.jobs, executor=a.executor,
+                              timeout=a.timeout, grace=a.grace, retry_failed=a.retry_failed,
+                              force=a.force, templates=a.templates,
+                              max_parallel=a.max_parallel, sbatch_args=tuple(a.sbatch_arg),
+                              resubmit=a.resubmit, poll_s=a.poll)
+        return driver.run_sweep(a.spec, opts)
+    except (SpecError, LockHeld, ValueError) as e:
+        print(f"vecscale: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("vecscale: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Plan -> results folder -> executor -> summary. Used by the CLI and by tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from sweeps.executors import LocalExecutor, default_jobs, fmt_s
+from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config
+from sweeps.render import environment, render
+from sweeps.results import (
+    FAILED,
+    SweepLock,
+    read_status,
+    summary_table,
+    write_json_atomic,
+    write_text_atomic,
+)
+from sweeps.spec import REPO, Spec, SpecError, load_spec
+
+DEFAULT_RESULTS = REPO / "results"
+
+
+@dataclass
+class Options:
+    results: Path = DEFAULT_RESULTS
+    jobs: int | None = None
+    executor: str = "local"
+    timeout: float | None = None
+    grace: float = 30.0
+    retry_failed: bool = False
+    force: bool = False
+    templates: Path | None = None
+    max_parallel: int = 64
+    sbatch_args: tuple[str, ...] = ()
+    resubmit: int = 1
+    poll_s: float = 5.0
+
+
+def git_rev() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty",
+                              "--abbrev=12"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
+                  ) -> tuple[Spec, Path, str, Plan]:
+    spec, path, text = load_spec(spec_arg)
+    shown = str(path)
+    plan = build_plan(spec, shown, HashCache(results / ".sha256-cache.json"), require_inputs)
+    return spec, path, text, plan
+
+
+def statuses(plan: Plan, runs_dir: Path) -> dict[str, dict[str, Any] | None]:
+    """status.json of every planned run, reading only folders that exist."""
+    try:
+        present = {e.name for e in os.scandir(runs_dir)}
+    except FileNotFoundError:
+        present = set()
+    return {rid: (read_status(runs_dir / rid) if rid in present else None) for rid in plan.runs}
+
+
+def estimate(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> tuple[float | None, str]:
+    """Seconds of run time left, from wall_s of finished runs with the same kernel/phase."""
+    walls: dict[tuple[str, str | None], list[float]] = defaultdict(list)
+    for rid, st in sts.items():
+        if st and st.get("status") == "ok" and isinstance(st.get("wall_s"), (int, float)):
+            r = plan.runs[rid]
+            walls[(r.kernel, r.phase)].append(float(st["wall_s"]))
+    guess = plan.spec.estimate_s
+    total, unknown = 0.0, 0
+    for rid, r in plan.runs.items():
+        if sts.get(rid):
+            continue
+        w = walls.get((r.kernel, r.phase))
+        if w:
+            total += sum(w) / len(w)
+        elif f"{r.kernel}/{r.phase}" in guess:
+            total += guess[f"{r.kernel}/{r.phase}"]
+        elif r.kernel in guess:
+            total += guess[r.kernel]
+        else:
+            unknown += 1
+    note = f" (+{unknown} runs without an estimate)" if unknown else ""
+    if unknown and not total:
+        return None, "unknown (no finished runs of these kernels yet)"
+    return total, f"{fmt_s(total)} of run time{note}"
+
+
+def print_plan(spec: Spec, plan: Plan, results: Path, out: TextIO = sys.stdout) -> None:
+    runs_dir = results / spec.name / "runs"
+    sts = statuses(plan, runs_dir)
+    done = sum(1 for s in sts.values() if s and s.get("status") == "ok")
+    failed = sum(1 for s in sts.values() if s and s.get("status") in FAILED)
+    pending = len(plan.runs) - done - failed
+    est, est_txt = estimate(plan, sts)
+    for w in plan.warnings:
+        out.write(f"warning: {w}\n")
+    jobs = default_jobs(spec.target)
+    out.write(f"sweep {spec.name} (target {spec.target}): {len(plan.points)} points -> "
+              f"{len(plan.runs)} runs ({plan.shared} points shared by dedupe)\n")
+    out.write(f"  done {done}, failed {failed}, to run {pending}\n")
+    par = f"; about {fmt_s(est / jobs)} with -j {jobs}" if est else ""
+    out.write(f"  estimated cost: {est_txt}{par}\n")
+    out.write(f"  results: {runs_dir}\n")
+
+
+def _select(plan: Plan, runs_dir: Path, opts: Options) -> list[Run]:
+    todo = []
+    sts = statuses(plan, runs_dir)
+    for rid, r in plan.runs.items():
+        st = sts[rid]
+        if st is None or opts.force or (opts.retry_failed and st.get("status") != "ok"):
+            todo.append(r)
+    return todo
+
+
+def _prepare(todo: list[Run], runs_dir: Path, spec: Spec, opts: Options) -> list[Path]:
+    env = environment(opts.templates)
+    timeout = opts.timeout if opts.timeout is not None else spec.timeout_s
+    common = {"sweep": spec.name, "repo": str(REPO), "git": git_rev() or "unknown",
+              "python": sys.executable, "timeout": f"{timeout:g}", "grace": f"{opts.grace:g}",
+              "gem5": os.environ.get("GEM5", ""), "qemu": os.environ.get("QEMU",
+                                                                         "qemu-riscv64")}
+    dirs = []
+    for r in todo:
+        d = runs_dir / r.id
+        d.mkdir(parents=True, exist_ok=True)
+        st = d / "status.json"
+        if st.exists():  # --force / --retry-failed: keep the old verdict next to it
+            os.replace(st, d / "status.prev.json")
+        if not (d / "run.json").exists():
+            write_json_atomic(d / "run.json", r.run_json)
+        summary = " ".join(f"{k}={v}" for k, v in r.axes.items() if v is not None)
+        write_text_atomic(d / "cmd.sh", render(env, "run.sh.j2", run=r.run_json,
+                                               rundir=str(d), summary=summary, **common),
+                          0o755)
+        dirs.append(d)
+    return dirs
+
+
+def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
+                 invocation: dict[str, Any]) -> None:
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    write_text_atomic(folder / "sweep.yaml", text)
+    write_json_atomic(folder / "points.json", [{"axes": p, "run": rid}
+                                               for p, rid in plan.points])
+    prov_path = folder / "provenance.json"
+    try:
+        prov = json.loads(prov_path.read_text())
+    except (OSError, ValueError):
+        prov = {"sweep": spec.name, "created": invocation["started"], "invocations": []}
+    prov.update({"spec_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                 "vecscale_git": git_rev(), "target": spec.target,
+                 "gem5": os.environ.get("GEM5") if spec.target == "gem5" else None})
+    prov["invocations"].append(invocation)
+    write_json_atomic(prov_path, prov)
+
+
+def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
+    """Run what is missing; returns the exit status (0 all ok, 1 failures, 130 interrupted)."""
+    spec, path, text, plan = load_and_plan(spec_arg, opts.results, require_inputs=True)
+    if spec.target == "gem5" and not gem5_config().is_file():
+        raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
+    if spec.target == "qemu" and not shutil.which(os.environ.get("QEMU") or "qemu-riscv64"):
+        raise SpecError("qemu-riscv64: not found on PATH (apt-get install qemu-user)")
+    folder = opts.results / spec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    with SweepLock(folder):
+        runs_dir = folder / "runs"
+        invocation = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                      "argv": sys.argv[1:], "executor": opts.executor,
+                      "host": os.uname().nodename, "slurm_jobs": []}
+        _sweep_files(spec, text, plan, folder, opts, invocation)
+        todo = _select(plan, runs_dir, opts)
+        out.write(f"sweep {spec.name}: {len(plan.points)} points, {len(plan.runs)} runs, "
+                  f"{len(plan.runs) - len(todo)} already done, {len(todo)} to run\n")
+        out.flush()
+        dirs = _prepare(todo, runs_dir, spec, opts)
+        interrupted = False
+        if dirs:
+            timeout = opts.timeout if opts.timeout is not None else spec.timeout_s
+            if opts.executor == "slurm":
+                from sweeps.slurm import SlurmExecutor
+
+                ex = SlurmExecutor(folder, spec.name, timeout, opts, invocation)
+                try:
+                    ex.run(dirs)
+                finally:
+                    prov = json.loads((folder / "provenance.json").read_text())
+                    prov["invocations"][-1]["slurm_jobs"] = ex.job_ids
+                    write_json_atomic(folder / "provenance.json", prov)
+                interrupted = ex.interrupted
+            else:
+                jobs = opts.jobs or default_jobs(spec.target)
+                lex = LocalExecutor(jobs, timeout or None, opts.grace)
+                lex.run(dirs)
+                interrupted = lex.interrupted
+        out.write(f"\nsweep {spec.name}: summary ({folder})\n")
+        bad = summary_table(statuses(plan, runs_dir), out)
+    if interrupted:
+        return 130
+    return 1 if bad else 0
+
+
+def status_sweep(spec_arg: str, results: Path, out: TextIO = sys.stdout) -> int:
+    spec, _path, _text, plan = load_and_plan(spec_arg, results)
+    folder = results / spec.name
+    for w in plan.warnings:
+        out.write(f"warning: {w}\n")
+    out.write(f"sweep {spec.name}: {len(plan.points)} points, {len(plan.runs)} runs ({folder})\n")
+    bad = summary_table(statuses(plan, folder / "runs"), out)
+    return 1 if bad else 0

@@ -1,0 +1,161 @@
+"""Executors: run a list of prepared run folders; results are read back from status.json.
+
+Interface: ``Executor.run(rundirs) -> None``. Each run folder already holds run.json and
+cmd.sh; an executor only has to get ``bash cmd.sh`` executed somewhere, once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Protocol, TextIO
+
+from sweeps.results import read_status, write_json_atomic
+
+
+class Executor(Protocol):
+    def run(self, rundirs: list[Path]) -> None: ...
+
+
+def default_jobs(target: str) -> int:
+    """Cores, capped for gem5 by memory (about 1 GiB per gem5 process)."""
+    cores = os.cpu_count() or 1
+    if target != "gem5":
+        return cores
+    try:
+        with open("/proc/meminfo") as f:
+            info = {ln.split(":")[0]: int(ln.split()[1]) for ln in f if ":" in ln}
+        gib = info.get("MemAvailable", 0) / (1 << 20)
+        return max(1, min(cores, int(gib)))
+    except (OSError, ValueError, IndexError):
+        return cores
+
+
+def fmt_s(s: float) -> str:
+    s = int(s)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+class Progress:
+    def __init__(self, total: int, jobs: int, out: TextIO = sys.stderr) -> None:
+        self.total, self.jobs, self.out = total, jobs, out
+        self.done = self.failed = 0
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.tty = out.isatty()
+
+    def update(self, running: int, force: bool = False) -> None:
+        t = time.monotonic()
+        if not force and t - self.last < (0.5 if self.tty else 10.0):
+            return
+        self.last = t
+        el = t - self.t0
+        eta = "?" if not self.done else fmt_s(el / self.done * (self.total - self.done))
+        line = (f"[{self.done}/{self.total}] failed {self.failed}, running {running}, "
+                f"elapsed {fmt_s(el)}, ETA {eta}")
+        self.out.write(("\r" + line + "\033[K") if self.tty else line + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.update(0, force=True)
+        if self.tty:
+            self.out.write("\n")
+
+
+def mark(rundir: Path, status: str, cause: str) -> None:
+    """Write a status for a run whose runner could not (it was SIGKILLed)."""
+    if read_status(rundir) is None:
+        write_json_atomic(rundir / "status.json", {
+            "status": status, "cause": cause, "stderr_tail": "", "wall_s": None,
+            "exit_code": None, "target": None, "provenance": {}})
+
+
+class LocalExecutor:
+    """A pool of `bash cmd.sh` subprocesses, each in its own process group."""
+
+    def __init__(self, jobs: int, timeout: float | None, grace: float,
+                 progress: TextIO | None = sys.stderr) -> None:
+        self.jobs = max(1, jobs)
+        self.timeout = timeout
+        self.grace = grace
+        self.progress_out = progress
+        self.interrupted = False
+
+    def run(self, rundirs: list[Path]) -> None:
+        pending = list(reversed(rundirs))
+        running: dict[subprocess.Popen[bytes], tuple[Path, float]] = {}
+        prog = Progress(len(rundirs), self.jobs, self.progress_out) if self.progress_out \
+            else None
+        # the runner enforces the timeout; this is the backstop if the runner hangs
+        backstop = (self.timeout + self.grace + 60) if self.timeout else None
+        try:
+            while pending or running:
+                while pending and len(running) < self.jobs:
+                    d = pending.pop()
+                    p = subprocess.Popen(["bash", str(d / "cmd.sh")], start_new_session=True,
+                                         stdin=subprocess.DEVNULL)
+                    running[p] = (d, time.monotonic())
+                finished = [p for p in running if p.poll() is not None]
+                if not finished:
+                    t = time.monotonic()
+                    for p, (d, t0) in list(running.items()):
+                        if backstop and t - t0 > backstop:
+                            _killpg(p, signal.SIGKILL)
+                            p.wait()
+                            mark(d, "timeout", f"runner did not stop within {backstop:g} s")
+                            finished.append(p)
+                    if not finished:
+                        _wait_any(0.02)
+                for p in finished:
+                    d, _ = running.pop(p)
+                    if read_status(d) is None:
+                        mark(d, "crashed", f"runner exited {p.returncode} without a status")
+                    if prog:
+                        prog.done += 1
+                        st = read_status(d) or {}
+                        prog.failed += st.get("status") != "ok"
+                if prog and prog.done < prog.total:
+                    prog.update(len(running))
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self._stop(running)
+        finally:
+            if prog:
+                prog.close()
+
+    def _stop(self, running: dict[subprocess.Popen[bytes], tuple[Path, float]]) -> None:
+        sys.stderr.write(f"\ninterrupted: stopping {len(running)} running run(s)\n")
+        for p in running:
+            _killpg(p, signal.SIGINT)  # the runner forwards it and records `killed`
+        deadline = time.monotonic() + self.grace + 10
+        while running and time.monotonic() < deadline:
+            try:
+                for p in [p for p in running if p.poll() is not None]:
+                    running.pop(p)
+                time.sleep(0.05)
+            except KeyboardInterrupt:
+                break
+        for p, (d, _) in running.items():
+            _killpg(p, signal.SIGKILL)
+            p.wait()
+        for d in [d for d, _ in running.values()]:
+            mark(d, "killed", "driver interrupted; run stopped with SIGKILL")
+
+
+def _killpg(p: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_any(timeout: float) -> None:
+    time.sleep(timeout)

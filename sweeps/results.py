@@ -1,0 +1,127 @@
+"""The results folder: atomic writes, status.json reading, the sweep lock, summaries.
+
+Kept free of heavy imports: `sweeps.runner` uses it inside every run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+STATUSES = ("ok", "wrong-result", "gem5-error", "timeout", "killed", "missing-stats",
+            "bad-args", "crashed")
+FAILED = frozenset(STATUSES) - {"ok"}
+#: files a run leaves; cleared before a rerun (run.json and cmd.sh are rewritten anyway)
+OUTPUTS = ("stdout", "stderr", "simout", "simerr", "stats.txt", "config.ini", "config.json",
+           "result.json", "workload_exit.json", "gem5.log", "status.json")
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON to a temp file in the same folder, fsync, rename over `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def read_status(rundir: Path) -> dict[str, Any] | None:
+    try:
+        with open(rundir / "status.json") as f:
+            st = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return st if isinstance(st, dict) and "status" in st else None
+
+
+def tail(path: Path, nbytes: int = 2000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - nbytes))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class LockHeld(RuntimeError):
+    pass
+
+
+class SweepLock:
+    """fcntl.flock on results/<sweep>/.lock: one driver per sweep folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> SweepLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise LockHeld(f"{self.path}: another vecscale driver holds this sweep folder "
+                           f"({holder}); wait for it or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def collect_statuses(runs_dir: Path, ids: list[str]) -> dict[str, dict[str, Any] | None]:
+    return {rid: read_status(runs_dir / rid) for rid in ids}
+
+
+def summary_table(statuses: dict[str, dict[str, Any] | None], out: TextIO,
+                  max_failed: int = 25) -> int:
+    """Print counts per status and the failed runs; returns the number not ok."""
+    counts = Counter((st or {}).get("status", "missing") for st in statuses.values())
+    width = max(len(s) for s in (*STATUSES, "missing"))
+    out.write(f"{'status':<{width}}  runs\n")
+    for s in (*STATUSES, "missing"):
+        if counts.get(s):
+            out.write(f"{s:<{width}}  {counts[s]}\n")
+    out.write(f"{'total':<{width}}  {sum(counts.values())}\n")
+    bad = [(rid, st) for rid, st in statuses.items() if not st or st.get("status") != "ok"]
+    for rid, st in bad[:max_failed]:
+        if st:
+            cause = " ".join(str(st.get("cause", "")).split())[:160]
+            out.write(f"  {rid}  {st['status']}: {cause}\n")
+        else:
+            out.write(f"  {rid}  missing: not run yet\n")
+    if len(bad) > max_failed:
+        out.write(f"  ... and {len(bad) - max_failed} more\n")
+    return len(bad)
