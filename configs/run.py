@@ -1,0 +1,202 @@
+"""Run one vecscale simulation inside gem5: `gem5.opt -re --outdir=DIR configs/run.py RUN_JSON`.
+
+Reads a fully resolved run.json (written by the host-side planner, see sweeps/) and builds a
+RISC-V SE-mode system from gem5's standard library: one RiscvMinorCPU with RVV at the given
+VLEN, private L1 I/D and a shared L2, DDR3-1600, the selected vector timing model (from the
+gem5-patches series). The workload's own m5ops delimit the region of interest (reset_stats
+before the kernel, dump_stats after), so stats dump 1 is the ROI. At the end it writes
+workload_exit.json with the simulated process's exit code.
+
+Runs inside gem5's embedded Python: standard library plus m5/gem5 only (no pyyaml).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import m5
+from gem5.components.boards.simple_board import SimpleBoard
+from gem5.components.cachehierarchies.classic.private_l1_shared_l2_cache_hierarchy import (
+    PrivateL1SharedL2CacheHierarchy,
+)
+from gem5.components.memory import single_channel
+from gem5.components.processors.cpu_types import CPUTypes
+from gem5.components.processors.simple_processor import SimpleProcessor
+from gem5.isas import ISA
+from gem5.resources.resource import BinaryResource
+from gem5.simulate.simulator import Simulator
+from m5.objects import (
+    MinorDefaultFloatSimdFU,
+    MinorDefaultFUPool,
+)
+
+# Op classes handled by the patched vector timing (the FloatSimd FU's classes).
+FLOAT_SIMD_CLASSES = sorted(
+    {str(c.opClass) for c in MinorDefaultFloatSimdFU().opClasses.opClasses}
+)
+STOCK_FLOAT_SIMD_LAT = 6  # MinorDefaultFloatSimdFU.opLat in gem5 v24.0.0.1
+MEMORY_TYPES = {"DDR3_1600_8x8": single_channel.SingleChannelDDR3_1600}
+PATCH_PARAM = "vecTimingModel"
+
+
+def fail(msg: str) -> None:
+    """One-line error before simulation starts; exit code 2 = bad configuration."""
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load_run(path: Path) -> dict:
+    try:
+        run = json.loads(path.read_text())
+    except OSError as e:
+        fail(f"{path}: cannot read ({e.strerror})")
+    except json.JSONDecodeError as e:
+        fail(f"{path}: not valid JSON (line {e.lineno}: {e.msg})")
+    for key in ("system", "workload"):
+        if not isinstance(run.get(key), dict):
+            fail(f"{path}: key '{key}' missing or not an object")
+    for key in ("vlen", "timing_model", "clock", "caches", "memory", "lsq", "op_latency"):
+        if key not in run["system"]:
+            fail(f"{path}: system.{key} missing")
+    if "binary" not in run["workload"]:
+        fail(f"{path}: workload.binary missing")
+    return run
+
+
+def op_class_names(names: list[str]) -> list[str]:
+    """Checked op class names: gem5 ignores none silently."""
+    from m5.objects.FuncUnit import OpClass
+
+    known = set(OpClass.vals)
+    for name in names:
+        if name not in known:
+            fail(f"run.json: unknown gem5 op class '{name}'")
+    return names
+
+
+def fu_pool_for_vector_timing():
+    """Stock Minor FU pool with the FloatSimd FU's pipeline depth cut to 1 cycle.
+
+    The patch can only lengthen an op beyond its FU depth, so the depth is made minimal and
+    every class of that FU gets its latency from the timing model (stock 6 if not given).
+    """
+    pool = MinorDefaultFUPool()
+    for fu in pool.funcUnits:
+        if isinstance(fu, MinorDefaultFloatSimdFU):
+            fu.opLat = 1
+    return pool
+
+
+def configure_core(core, system: dict, path: Path) -> None:
+    if not hasattr(core, PATCH_PARAM):
+        fail(
+            "this gem5 binary lacks the vecscale patches (no RiscvMinorCPU.vecTimingModel): "
+            "apply gem5-patches/ and rebuild"
+        )
+    vlen = int(system["vlen"])
+    for isa in core.isa:
+        isa.vlen = vlen
+        isa.elen = 64
+
+    lat = {c: STOCK_FLOAT_SIMD_LAT for c in FLOAT_SIMD_CLASSES}
+    lat.update({c: int(v) for c, v in system["op_latency"].items()})
+    core.executeFuncUnits = fu_pool_for_vector_timing()
+    core.vecTimingModel = system["timing_model"]
+    core.vecTimingVlen = vlen
+    core.vecTimingLanes = int(system.get("lanes") or 1)
+    core.vecTimingLaneBits = int(system.get("lane_bits") or 64)
+    core.vecTimingLatClasses = op_class_names(sorted(lat))
+    core.vecTimingLatCycles = [lat[c] for c in sorted(lat)]
+
+    model = system.get("lanes_model")
+    if system["timing_model"] == "lanes":
+        if not isinstance(model, dict):
+            fail(f"{path}: system.lanes_model is required for timing model 'lanes'")
+        startup, groups = model["startup"], model["groups"]
+        timed = sorted(c for c, g in groups.items() if g not in ("mem", "config"))
+        core.vecTimingStartupClasses = op_class_names(timed)
+        core.vecTimingStartupCycles = [int(startup[groups[c]]) for c in timed]
+        core.vecTimingReducePerLevel = int(model["reduce_per_level"])
+        core.vecTimingPermuteCrossLane = int(model["permute_per_lane_hop"])
+        # Vector memory bandwidth is the Minor LSQ's: one cache-line fragment per cycle.
+        line = 64
+        if int(model.get("mem_bytes_per_cycle", line)) != line:
+            fail(
+                f"{path}: system.lanes_model.mem_bytes_per_cycle: only {line} (one cache "
+                "line per cycle, the Minor LSQ's rate) is modelled"
+            )
+
+    lsq = system["lsq"]
+    core.executeMaxAccessesInMemory = int(lsq["max_accesses_in_memory"])
+    core.executeLSQRequestsQueueSize = int(lsq["requests_queue"])
+    core.executeLSQTransfersQueueSize = int(lsq["transfers_queue"])
+    core.executeLSQStoreBufferSize = int(lsq["store_buffer"])
+
+
+def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
+    system = run["system"]
+    caches = system["caches"]
+    memory = system["memory"]
+    if memory.get("type") not in MEMORY_TYPES:
+        fail(f"{path}: system.memory.type: expected one of {sorted(MEMORY_TYPES)}")
+    processor = SimpleProcessor(cpu_type=CPUTypes.MINOR, isa=ISA.RISCV, num_cores=1)
+    configure_core(processor.get_cores()[0].core, system, path)
+    board = SimpleBoard(
+        clk_freq=system["clock"],
+        processor=processor,
+        memory=MEMORY_TYPES[memory["type"]](size=memory["size"]),
+        cache_hierarchy=PrivateL1SharedL2CacheHierarchy(
+            l1i_size=caches["l1i"]["size"],
+            l1i_assoc=int(caches["l1i"]["assoc"]),
+            l1d_size=caches["l1d"]["size"],
+            l1d_assoc=int(caches["l1d"]["assoc"]),
+            l2_size=caches["l2"]["size"],
+            l2_assoc=int(caches["l2"]["assoc"]),
+        ),
+    )
+    board.set_se_binary_workload(
+        BinaryResource(local_path=str(binary)),
+        arguments=list(run["workload"].get("args", [])),
+    )
+    return board
+
+
+def resolve_binary(run: dict, path: Path) -> Path:
+    name = run["workload"]["binary"]
+    candidates = [Path(name)]
+    if not Path(name).is_absolute():
+        repo = Path(__file__).resolve().parent.parent
+        candidates = [path.parent / name, repo / "workloads" / "build" / name]
+    for cand in candidates:
+        if cand.is_file():
+            return cand
+    fail(f"{path}: workload.binary: '{name}' not found (run `make workloads`)")
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        fail("usage: gem5.opt -re --outdir=DIR configs/run.py RUN_JSON")
+    path = Path(sys.argv[1])
+    run = load_run(path)
+    board = build_board(run, path, resolve_binary(run, path))
+
+    # The workload's m5ops only reset and dump stats (no exit event); the run ends when
+    # the simulated process exits.
+    simulator = Simulator(board=board)
+    simulator.run()
+    record = {
+        "exit_code": int(simulator.get_last_exit_event_code()),
+        "cause": simulator.get_last_exit_event_cause(),
+        "sim_ticks": int(m5.curTick()),
+    }
+    out = Path(m5.options.outdir) / "workload_exit.json"
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record) + "\n")
+    os.replace(tmp, out)
+    print(f"vecscale: workload exited with {record['exit_code']} ({record['cause']})")
+
+
+main()
