@@ -260,11 +260,11 @@ class LanesModel(_Strict):
         unknown = sorted(set(v) - set(LANE_GROUPS))
         if unknown:
             raise ValueError(
-                f"unknown class group {unknown[0]!r} (expected: {', '.join(LANE_GROUPS)})"
+                f"[{unknown[0]}] unknown class group (expected: {', '.join(LANE_GROUPS)})"
             )
         missing = [g for g in LANE_GROUPS if g not in v]
         if missing:
-            raise ValueError(f"missing class group {missing[0]!r}")
+            raise ValueError(f"[{missing[0]}] missing class group")
         for g, cycles in v.items():
             if cycles < 0:
                 raise ValueError(f"[{g}] {cycles} must be >= 0")
@@ -508,10 +508,13 @@ def _raw_with_parents(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]
     shown = _display(path)
     if not isinstance(parent, str):
         raise UarchError(f"{shown}: extends: expected a uarch name, got {parent!r}")
-    try:
-        parent_path = _find(parent, path.parent)
-    except UarchError as e:
-        raise UarchError(f"{shown}: extends: {e}") from None
+    parent_path = path.parent / f"{parent}.yaml"
+    if not parent_path.is_file():
+        available = ", ".join(n for n in list_uarchs(path.parent) if n != path.stem) or "none"
+        raise UarchError(
+            f"{shown}: extends: no uarch named {parent!r} next to this file "
+            f"(available: {available})"
+        )
     if parent_path.resolve() in seen or parent_path.resolve() == path.resolve():
         raise UarchError(f"{shown}: extends: cycle through {parent!r}")
     merged_parent = _raw_with_parents(parent_path, (*seen, path.resolve()))
@@ -532,6 +535,14 @@ _TYPE_WORDS = {
 }
 
 
+_BOUND_WORDS = {
+    "greater_than_equal": ">=",
+    "greater_than": ">",
+    "less_than_equal": "<=",
+    "less_than": "<",
+}
+
+
 def _format_validation_error(shown: str, err: ValidationError) -> str:
     e = err.errors(include_url=False)[0]
     loc = ".".join(str(p) for p in e["loc"])
@@ -548,6 +559,10 @@ def _format_validation_error(shown: str, err: ValidationError) -> str:
         msg = f"{value!r} is not one of {expected}"
     elif kind == "string_pattern_mismatch":
         msg = f"{value!r} does not look right (expected pattern {e['ctx']['pattern']})"
+    elif kind in _BOUND_WORDS:
+        msg = f"{value!r} must be {_BOUND_WORDS[kind]} {next(iter(e['ctx'].values()))}"
+    elif kind in ("too_short", "too_long"):
+        msg = f"{e['msg']} (got {value!r})"
     elif kind == "value_error":
         msg = str(e["msg"]).removeprefix("Value error, ")
     else:
@@ -586,9 +601,10 @@ def _check_semantics(u: Uarch, shown: str, stem: str) -> None:
             )
         lanes_min, _ = u.lanes.values_bounds()
         vlen_min, _ = u.vlen.values_bounds()
+        key = "lanes.allowed" if u.lanes.allowed is not None else "lanes.min"
         if lanes_min * u.lane_bits > vlen_min:
             raise UarchError(
-                f"{shown}: lanes.min: {lanes_min} lanes x {u.lane_bits} bits = "
+                f"{shown}: {key}: {lanes_min} lanes x {u.lane_bits} bits = "
                 f"{lanes_min * u.lane_bits} bits is wider than vlen.min {vlen_min}"
             )
 
