@@ -1,0 +1,56 @@
+"""python -m analysis collect|tables|plots|report RESULTS_DIR"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .collect import CollectError, collect
+from .stats import StatsError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m analysis",
+                                 description="Analyse a results/<sweep> folder.")
+    ap.add_argument("command", choices=["collect", "tables", "plots", "report"])
+    ap.add_argument("results_dir", type=Path)
+    ap.add_argument("--no-cache", action="store_true", help="re-parse every run")
+    args = ap.parse_args(argv)
+    root: Path = args.results_dir
+    try:
+        if args.command == "report":
+            from .report import make_report
+
+            out, notes = make_report(root)
+            for n in notes:
+                print(f"note: figure skipped: {n}")
+            print(f"wrote {out}")
+            return 0
+        res = collect(root, use_cache=not args.no_cache)
+        df = res.df
+        if args.command == "collect":
+            bad = int((~df["usable"]).sum()) if "usable" in df else 0
+            print(f"{len(df)} runs ({res.parsed} parsed, {res.reused} from cache), "
+                  f"{bad} not usable; wrote {root / 'collected.csv'}")
+        elif args.command == "tables":
+            from . import tables
+
+            paths = tables.write_all(df, root / "tables")
+            print(f"wrote {len(paths)} files under {root / 'tables'}")
+        else:
+            from . import plots
+
+            made, notes = plots.make_all(df, root / "figures")
+            for n in notes:
+                print(f"note: figure skipped: {n}")
+            print(f"wrote {sum(len(v) for v in made.values())} files under {root / 'figures'}")
+    except (CollectError, StatsError, OSError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

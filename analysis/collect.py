@@ -1,0 +1,327 @@
+"""Collect a results/<sweep> folder into one tidy DataFrame (one row per run).
+
+Each run folder results/<sweep>/runs/<id>/ holds run.json, status.json and, for gem5 runs,
+stats.txt; result.json holds the workload's JSON line. The table is cached as
+results/<sweep>/collected.csv and refreshed incrementally: a run is parsed again only when it
+is new or its status.json changed (key: run id + status.json mtime).
+
+Formulas of the derived metrics are in analysis/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .stats import StatsError, parse_text, read_text
+from .synth import OP_CLASSES
+
+CACHE_NAME = "collected.csv"
+# Bump when the columns or their meaning change: an old cache is then rebuilt.
+SCHEMA = 1
+
+CPU = "system.cpu"
+SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
+ELEM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
+ELEM_BITS = {k: 8 * v for k, v in ELEM_BYTES.items()}
+Q8_BLOCK = 32  # int8 values per block_q8_0
+Q8_BLOCK_BYTES = 34  # fp16 scale + 32 int8
+
+
+class CollectError(Exception):
+    """The results folder itself cannot be collected (one-line message)."""
+
+
+@dataclass
+class Collected:
+    df: pd.DataFrame
+    parsed: int = 0  # runs read from disk this time
+    reused: int = 0  # runs taken from the cache
+    notes: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=4)
+def load_models(path: str | None = None) -> dict[str, dict[str, int]]:
+    """workloads/models.yaml of this repository (empty when it cannot be read)."""
+    p = Path(path) if path else Path(__file__).resolve().parents[1] / "workloads" / "models.yaml"
+    try:
+        import yaml
+
+        data = yaml.safe_load(p.read_text())
+    except Exception:  # noqa: BLE001 - shapes then come from result.json only
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_json(path: Path, what: str) -> tuple[dict[str, Any] | None, str]:
+    """(object, error) for a JSON file; a missing file is (None, '')."""
+    if not path.exists():
+        return None, ""
+    try:
+        text = path.read_text(errors="replace").strip()
+        if not text:
+            return None, f"{what}: empty file"
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            # result.json may hold the workload's output: take the last JSON line.
+            lines = [ln for ln in text.splitlines() if ln.strip().startswith("{")]
+            if not lines:
+                raise
+            obj = json.loads(lines[-1])
+    except (json.JSONDecodeError, OSError) as exc:
+        return None, f"{what}: not valid JSON ({str(exc).splitlines()[0][:80]})"
+    if not isinstance(obj, dict):
+        return None, f"{what}: expected a JSON object"
+    return obj, ""
+
+
+def _num(x: Any) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def attention_flops(phase: str, heads: float, head_dim: float, n: float, l_: float) -> float:
+    """4*heads*D per (query, key) pair: QK^T and PV, a multiply and an add each."""
+    if phase == "prefill":
+        pairs = n * (n + 1) / 2  # causal: query i sees keys 0..i
+    elif phase == "decode":
+        pairs = l_
+    else:
+        return math.nan
+    return 4.0 * heads * head_dim * pairs
+
+
+def attention_bytes(phase: str, heads: float, kv_heads: float, head_dim: float, n: float,
+                    l_: float, esize: float) -> float:
+    """Compulsory traffic: read Q, K, V once, write O once."""
+    if phase == "prefill":
+        return esize * head_dim * (2 * n * heads + 2 * n * kv_heads)
+    if phase == "decode":
+        return esize * head_dim * (2 * heads + 2 * l_ * kv_heads)
+    return math.nan
+
+
+def q8_bytes(rows: float, cols: float) -> float:
+    """Q8_0 weights and activations (34 bytes per 32 values) in, fp32 outputs out."""
+    blocks = cols / Q8_BLOCK
+    return rows * blocks * Q8_BLOCK_BYTES + blocks * Q8_BLOCK_BYTES + rows * 4
+
+
+def _shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, float]:
+    kernel = str(axes.get("kernel", result.get("kernel", "")))
+    workload = str(result.get("workload") or ("q8" if kernel.startswith("q8") else "attention"))
+    precision = str(axes.get("precision", result.get("precision", "fp32")))
+    out: dict[str, float] = {}
+    if workload == "q8":
+        rows, cols = _num(result.get("rows", axes.get("rows"))), _num(
+            result.get("cols", axes.get("cols")))
+        out["flops"] = 2.0 * rows * cols
+        out["bytes_min"] = q8_bytes(rows, cols)
+        return out
+    model = load_models().get(str(axes.get("model", result.get("model", ""))), {})
+    heads = _num(result.get("heads", model.get("heads")))
+    kv = _num(result.get("kv_heads", model.get("kv_heads")))
+    d = _num(result.get("head_dim", model.get("head_dim")))
+    phase = str(axes.get("phase", result.get("phase", "")))
+    n = _num(result.get("n", axes.get("n")))
+    l_ = _num(result.get("l", axes.get("l")))
+    out["flops"] = attention_flops(phase, heads, d, n, l_)
+    out["bytes_min"] = attention_bytes(phase, heads, kv, d, n, l_,
+                                       ELEM_BYTES.get(precision, math.nan))
+    return out
+
+
+def _stats_metrics(text: str, source: str, roi: int) -> dict[str, Any]:
+    dumps = parse_text(text, source)
+    if not 1 <= roi <= len(dumps):
+        raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
+    d = dumps[roi - 1]
+    m: dict[str, Any] = {"n_dumps": len(dumps)}
+    if not d.has(f"{CPU}.numCycles"):
+        raise StatsError(f"{source}: dump {roi} has no {CPU}.numCycles")
+    m["cycles"] = d.get(f"{CPU}.numCycles")
+    ticks, freq = d.get("simTicks", math.nan), d.get("simFreq", math.nan)
+    m["sim_ticks"] = ticks
+    m["sim_seconds"] = ticks / freq if freq and math.isfinite(freq) else d.get(
+        "simSeconds", math.nan)
+    m["host_seconds"] = d.get("hostSeconds", math.nan)
+    m["insts"] = d.get(f"{CPU}.commitStats0.numInsts")
+    m["ops"] = d.get(f"{CPU}.commitStats0.numOps")
+    itype = d.vector(f"{CPU}.commitStats0.committedInstType")
+    tot = 0.0
+    for c in SIMD_CLASSES:
+        v = itype.get(c, 0.0)
+        m[f"vec_uops_{c}"] = v
+        tot += v
+    m["vec_uops_total"] = tot
+    vt = f"{CPU}.vecTiming."
+    has_vt = d.has_prefix(vt)
+    m["has_vec_timing"] = has_vt
+    if has_vt:
+        busy = d.vector(vt + "busyCycles")
+        for c in SIMD_CLASSES:
+            m[f"vec_busy_{c}"] = busy.get(c, 0.0)
+        m["vec_busy_total"] = busy.get("total", sum(v for k, v in busy.items() if k != "total"))
+        elems = d.vector(vt + "elements")
+        m["vec_elems_total"] = elems.get(
+            "total", sum(v for k, v in elems.items() if k != "total"))
+        uops = d.vector(vt + "microOps")
+        m["vec_timing_uops_total"] = uops.get(
+            "total", sum(v for k, v in uops.items() if k != "total"))
+        m["lane_util"] = d.get(vt + "laneUtilization")
+    return m
+
+
+def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
+    """One row for one run folder. Never raises for bad content: problems go to
+    the ``analysis_error`` column."""
+    rel = str(run_dir.relative_to(base)) if base else run_dir.name
+    row: dict[str, Any] = {"id": run_dir.name}
+    errors: list[str] = []
+    status, err = _read_json(run_dir / "status.json", f"{rel}/status.json")
+    if err:
+        errors.append(err)
+    if status is None:
+        row["status"] = "bad-status" if err else "incomplete"
+        row["cause"] = err or "no status.json (not finished)"
+        status = {}
+    else:
+        row["status"] = str(status.get("status", "unknown"))
+        row["cause"] = str(status.get("cause", "") or "")
+        row["wall_s"] = _num(status.get("wall_s"))
+        row["exit_code"] = _num(status.get("exit_code"))
+    run, err = _read_json(run_dir / "run.json", f"{rel}/run.json")
+    if err:
+        errors.append(err)
+    run = run or {}
+    axes = run.get("axes") if isinstance(run.get("axes"), dict) else {}
+    system = run.get("system") if isinstance(run.get("system"), dict) else {}
+    row["target"] = str(status.get("target") or run.get("target") or "")
+    row["_axes"] = ",".join(sorted(axes))
+    for k, v in axes.items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            row[k] = v
+        else:
+            row[k] = json.dumps(v, sort_keys=True)
+    lane_bits = _num(system.get("lane_bits", 64))
+    row["lane_bits"] = lane_bits
+    oplat = system.get("op_latency")
+    row["op_latency"] = json.dumps(oplat, sort_keys=True) if isinstance(oplat, dict) else ""
+    result, err = _read_json(run_dir / "result.json", f"{rel}/result.json")
+    if err:
+        errors.append(err)
+    result = result or {}
+    for k in ("max_abs_err", "max_rel_err"):
+        row[k] = _num(result.get(k))
+    row["pass"] = result.get("pass") if isinstance(result.get("pass"), bool) else None
+    kernel = str(axes.get("kernel", result.get("kernel", "")))
+    row["workload"] = str(result.get("workload")
+                          or ("q8" if kernel.startswith("q8") else "attention"))
+    row.update(_shape_metrics(axes, result))
+    stats_path = run_dir / "stats.txt"
+    if row["target"] != "qemu" and (stats_path.exists() or row["status"] == "ok"):
+        try:
+            roi = int(run.get("roi_dump", 1))
+            row.update(_stats_metrics(read_text(stats_path), f"{rel}/stats.txt", roi))
+        except StatsError as exc:
+            if row["status"] == "ok":
+                errors.append(str(exc).replace(str(stats_path), f"{rel}/stats.txt"))
+        except (TypeError, ValueError):
+            errors.append(f"{rel}/run.json: roi_dump is not an integer")
+    cycles = _num(row.get("cycles"))
+    row["flop_per_cycle"] = row["flops"] / cycles if cycles and cycles > 0 else math.nan
+    row["flop_per_byte"] = (row["flops"] / row["bytes_min"]
+                            if row.get("bytes_min") else math.nan)
+    lanes = _num(axes.get("lanes", system.get("lanes")))
+    ebits = ELEM_BITS.get(str(axes.get("precision", "")), math.nan)
+    is_q8 = str(axes.get("kernel", "")).startswith("q8")
+    peak = lanes * lane_bits / ebits * 2 if not is_q8 else math.nan
+    row["peak_flop_per_cycle"] = peak
+    row["peak_share"] = row["flop_per_cycle"] / peak if peak and peak > 0 else math.nan
+    row["analysis_error"] = "; ".join(errors)
+    row["usable"] = bool(row["status"] == "ok" and not errors and row["target"] != "qemu"
+                         and math.isfinite(cycles) and cycles > 0)
+    return row
+
+
+def _status_key(run_dir: Path) -> str:
+    try:
+        return str((run_dir / "status.json").stat().st_mtime_ns)
+    except OSError:
+        return ""
+
+
+def _load_cache(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    try:
+        df = pd.read_csv(path, dtype={"id": str, "_key": str}, keep_default_na=True)
+    except Exception:  # noqa: BLE001 - a broken cache is simply rebuilt
+        return None
+    if "_schema" not in df.columns or df.empty or int(df["_schema"].iloc[0]) != SCHEMA:
+        return None
+    df["_key"] = df["_key"].fillna("")
+    return df
+
+
+def _load_one(args: tuple[str, str]) -> dict[str, Any]:
+    run_dir, base = args
+    return load_run(Path(run_dir), Path(base))
+
+
+def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = None,
+            write_cache: bool = True) -> Collected:
+    """Collect results/<sweep> into a DataFrame; see module docstring."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise CollectError(f"{root}: no such results folder")
+    runs_dir = root / "runs"
+    if not runs_dir.is_dir():
+        raise CollectError(f"{root}: has no runs/ folder (not a sweep results folder)")
+    run_dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir())
+    keys = {p.name: _status_key(p) for p in run_dirs}
+    cache_path = root / CACHE_NAME
+    cached = _load_cache(cache_path) if use_cache else None
+    keep: list[pd.DataFrame] = []
+    todo = run_dirs
+    reused = 0
+    if cached is not None:
+        cached_key = dict(zip(cached["id"], cached["_key"], strict=False))
+        fresh = {i for i, k in keys.items() if k and cached_key.get(i) == k}
+        ok = cached["id"].isin(fresh)
+        keep.append(cached[ok])
+        reused = int(ok.sum())
+        todo = [p for p in run_dirs if p.name not in fresh]
+    args = [(str(p), str(root)) for p in todo]
+    njobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
+    if njobs > 1 and len(args) > 200:
+        with ProcessPoolExecutor(max_workers=njobs) as ex:
+            rows = list(ex.map(_load_one, args, chunksize=64))
+    else:
+        rows = [_load_one(a) for a in args]
+    for r in rows:
+        r["_key"] = keys.get(r["id"], "")
+        r["_schema"] = SCHEMA
+    new = pd.DataFrame(rows)
+    frames = [f for f in keep + [new] if not f.empty]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["id", "status", "cause", "usable", "_key", "_schema"])
+    df = df.sort_values("id", kind="stable").reset_index(drop=True)
+    if write_cache:
+        tmp = cache_path.with_suffix(".csv.tmp")
+        df.to_csv(tmp, index=False)
+        os.replace(tmp, cache_path)
+    df["usable"] = df["usable"].astype(bool)
+    return Collected(df=df, parsed=len(rows), reused=reused)

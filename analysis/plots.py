@@ -1,0 +1,225 @@
+"""Figures (PNG and PDF) from a collected sweep. Matplotlib Agg, Okabe-Ito colours.
+
+Each figure function returns the files it wrote, or raises Skip with the reason when the data
+it needs is not in the sweep; make_all collects those reasons for the report.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+
+from . import tables  # noqa: E402
+
+OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
+             "#000000"]
+CATEGORY_COLOURS = {"packing": "#E69F00", "reduction": "#56B4E9", "mac": "#009E73",
+                    "other": "#999999"}
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+DIVERGING = "PuOr_r"  # colour-blind safe diverging map
+MAIN_KERNEL = "fa-v"
+
+STYLE = {
+    "figure.dpi": 100, "savefig.dpi": 150, "font.size": 9, "axes.grid": True,
+    "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=OKABE_ITO), "legend.frameon": False,
+}
+
+
+class Skip(Exception):
+    """The data for a figure is absent; the message says what is missing."""
+
+
+def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
+    fig.tight_layout()
+    for p in paths:
+        fig.savefig(p)
+    plt.close(fig)
+    return paths
+
+
+def _log2_x(ax: plt.Axes, vlens: list[float]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(vlens)
+    ax.set_xticklabels([str(int(v)) for v in vlens])
+    ax.minorticks_off()
+    ax.set_xlabel("VLEN (bits)")
+
+
+def _need(t: pd.DataFrame, cols: list[str], what: str) -> None:
+    missing = [c for c in cols if c not in t.columns]
+    if t.empty or missing:
+        raise Skip(f"{what}: no data" + (f" (missing {', '.join(missing)})" if missing else ""))
+
+
+def _timing_models(t: pd.DataFrame) -> list[object]:
+    return list(pd.unique(t["timing_model"])) if "timing_model" in t.columns else [None]
+
+
+def _sel(t: pd.DataFrame, col: str, val: object) -> pd.DataFrame:
+    if val is None or col not in t.columns:
+        return t
+    return t[t[col] == val]
+
+
+def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per model: FA-V speedup vs ggml-scalar against VLEN, prefill and decode, a line per
+    lane count (and line style per timing model)."""
+    t = tables.speedup_table(df)
+    _need(t, ["kernel", "vlen", "model", "phase"], "speedup vs VLEN")
+    t = t[(t["kernel"] == MAIN_KERNEL) & t["speedup_vs_ggml-scalar"].notna()]
+    if t.empty:
+        raise Skip(f"speedup vs VLEN: no {MAIN_KERNEL} run with a matching ggml-scalar run")
+    paths: list[Path] = []
+    styles = ["-", "--", ":", "-."]
+    with plt.rc_context(STYLE):
+        for model, tm in t.groupby("model"):
+            phases = [p for p in ("prefill", "decode") if p in set(tm["phase"])]
+            fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.2),
+                                    squeeze=False)
+            for ax, phase in zip(axs[0], phases, strict=True):
+                tp = tm[tm["phase"] == phase]
+                for si, tmod in enumerate(_timing_models(tp)):
+                    tt = _sel(tp, "timing_model", tmod)
+                    lane_vals = sorted(pd.unique(tt["lanes"])) if "lanes" in tt else [None]
+                    for li, lanes in enumerate(lane_vals):
+                        tl = _sel(tt, "lanes", lanes).groupby("vlen")[
+                            "speedup_vs_ggml-scalar"].mean().sort_index()
+                        label = f"{int(lanes)} lanes" if lanes is not None else "all"
+                        if tmod is not None and len(_timing_models(tp)) > 1:
+                            label += f", {tmod}"
+                        ax.plot(tl.index, tl.values, linestyle=styles[si % 4],
+                                marker=MARKERS[li % len(MARKERS)],
+                                color=OKABE_ITO[li % len(OKABE_ITO)], label=label)
+                _log2_x(ax, sorted(pd.unique(tp["vlen"])))
+                ax.set_ylabel("speedup vs ggml-scalar")
+                ax.set_title(f"{model}, {phase}")
+                ax.legend(fontsize=7)
+            paths += _save(fig, out_dir, f"speedup_vs_vlen_{model}")
+    return paths
+
+
+def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per model: FA-V speedup vs the 512-bit point on a VLEN x lanes grid, centred at 1."""
+    t = tables.vl_scaling_table(df)
+    col = f"speedup_vs_vlen{tables.REF_VLEN}"
+    _need(t, ["kernel", "vlen", "lanes", "model", "phase", col], "VLEN x lanes heatmap")
+    t = t[(t["kernel"] == MAIN_KERNEL) & t[col].notna()]
+    if t.empty or t["lanes"].nunique() < 1:
+        raise Skip(f"VLEN x lanes heatmap: no {MAIN_KERNEL} runs with a {tables.REF_VLEN}-bit "
+                   "reference")
+    paths: list[Path] = []
+    with plt.rc_context({**STYLE, "axes.grid": False}):
+        for model, tm in t.groupby("model"):
+            tmods = _timing_models(tm)
+            tmod = "lanes" if "lanes" in tmods else tmods[0]
+            tm = _sel(tm, "timing_model", tmod)
+            phases = [p for p in ("prefill", "decode") if p in set(tm["phase"])]
+            fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.4),
+                                    squeeze=False)
+            for ax, phase in zip(axs[0], phases, strict=True):
+                g = tm[tm["phase"] == phase].pivot_table(index="lanes", columns="vlen",
+                                                         values=col, aggfunc="mean")
+                vals = g.to_numpy(dtype=float)
+                lo, hi = np.nanmin(vals), np.nanmax(vals)
+                norm = TwoSlopeNorm(vcenter=1.0, vmin=min(lo, 0.999), vmax=max(hi, 1.001))
+                im = ax.imshow(vals, cmap=DIVERGING, norm=norm, aspect="auto", origin="lower")
+                ax.set_xticks(range(len(g.columns)), [str(int(v)) for v in g.columns])
+                ax.set_yticks(range(len(g.index)), [str(int(v)) for v in g.index])
+                ax.set_xlabel("VLEN (bits, log2 steps)")
+                ax.set_ylabel("lanes")
+                for (i, j), v in np.ndenumerate(vals):
+                    if not math.isnan(v):
+                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+                ax.set_title(f"{model}, {phase}" + (f" ({tmod})" if tmod else ""))
+                fig.colorbar(im, ax=ax, label=f"speedup vs {tables.REF_VLEN}-bit")
+            paths += _save(fig, out_dir, f"heatmap_vlen_lanes_{model}")
+    return paths
+
+
+def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Stacked bars of the Q8_0 cycle shares across VLEN, one panel per layout (kernel)."""
+    t = tables.q8_breakdown_table(df)
+    _need(t, ["kernel", "vlen"], "Q8_0 breakdown")
+    kernels = list(pd.unique(t["kernel"]))
+    paths: list[Path] = []
+    with plt.rc_context({**STYLE, "axes.grid": False}):
+        fig, axs = plt.subplots(1, len(kernels), figsize=(3.2 * len(kernels), 3.2),
+                                squeeze=False, sharey=True)
+        for ax, k in zip(axs[0], kernels, strict=True):
+            g = t[t["kernel"] == k].groupby("vlen")[
+                ["packing", "reduction", "mac", "other"]].mean().sort_index()
+            x = np.arange(len(g.index))
+            bottom = np.zeros(len(g.index))
+            for cat in ("packing", "reduction", "mac", "other"):
+                vals = g[cat].to_numpy(dtype=float) * 100
+                ax.bar(x, vals, bottom=bottom, color=CATEGORY_COLOURS[cat], label=cat,
+                       edgecolor="white", linewidth=0.5)
+                bottom += vals
+            ax.set_xticks(x, [str(int(v)) for v in g.index])
+            ax.set_xlabel("VLEN (bits)")
+            ax.set_title(str(k))
+        axs[0][0].set_ylabel("share of ROI cycles (%)")
+        axs[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        paths += _save(fig, out_dir, "q8_breakdown")
+    return paths
+
+
+def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """FLOP/cycle as a share of the lane peak (lanes*lane_bits/32*2 for fp32) vs VLEN."""
+    u = tables.usable(df)
+    _need(u, ["kernel", "vlen", "lanes", "model", "peak_share"], "FLOP/cycle share of peak")
+    u = u[(u["kernel"] == MAIN_KERNEL) & u["peak_share"].notna()]
+    if u.empty:
+        raise Skip(f"FLOP/cycle share of peak: no {MAIN_KERNEL} runs with lanes")
+    paths: list[Path] = []
+    with plt.rc_context(STYLE):
+        models = sorted(pd.unique(u["model"]))
+        phases = [p for p in ("prefill", "decode") if p in set(u["phase"])]
+        fig, axs = plt.subplots(len(phases), len(models),
+                                figsize=(3.6 * len(models), 3.0 * len(phases)), squeeze=False)
+        for i, phase in enumerate(phases):
+            for j, model in enumerate(models):
+                ax = axs[i][j]
+                tm = u[(u["model"] == model) & (u["phase"] == phase)]
+                for li, lanes in enumerate(sorted(pd.unique(tm["lanes"]))):
+                    g = tm[tm["lanes"] == lanes].groupby("vlen")["peak_share"].mean()
+                    ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
+                            color=OKABE_ITO[li % len(OKABE_ITO)], label=f"{int(lanes)} lanes")
+                if not tm.empty:
+                    _log2_x(ax, sorted(pd.unique(tm["vlen"])))
+                    ax.legend(fontsize=7)
+                ax.set_ylabel("% of lane peak FLOP/cycle")
+                ax.set_title(f"{model}, {phase}")
+        paths += _save(fig, out_dir, "peak_share")
+    return paths
+
+
+FIGURES = {
+    "speedup_vs_vlen": speedup_vs_vlen,
+    "vlen_lanes_heatmap": vlen_lanes_heatmap,
+    "q8_breakdown": q8_breakdown,
+    "peak_share": peak_share,
+}
+
+
+def make_all(df: pd.DataFrame, out_dir: Path) -> tuple[dict[str, list[Path]], list[str]]:
+    """Write every figure that the data allows; return ({figure: files}, skip notes)."""
+    made: dict[str, list[Path]] = {}
+    notes: list[str] = []
+    for name, fn in FIGURES.items():
+        try:
+            made[name] = fn(df, out_dir)
+        except Skip as exc:
+            notes.append(str(exc))
+    return made, notes

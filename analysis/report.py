@@ -1,0 +1,143 @@
+"""results/<sweep>/report.html: one self-contained page (figures embedded as base64 PNG)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import plots, tables
+from .collect import collect
+
+PROVENANCE_KEYS = [("gem5 version", ("gem5_version", "gem5", "gem5_tag")),
+                   ("gem5 binary hash", ("gem5_hash", "gem5_binary_hash", "gem5_sha256")),
+                   ("patch series hash", ("patch_hash", "patches_hash", "patch_series_hash")),
+                   ("uarch files", ("uarch_files", "uarch", "uarch_hashes")),
+                   ("workload binary hash", ("workload_hash", "binary_hash"))]
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1150px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}
+th{background:#f0f0f0} td:first-child,th:first-child{text-align:left}
+img{max-width:100%;display:block;margin:.5em 0 1.5em}
+pre{background:#f7f7f7;padding:.5em;overflow:auto;font-size:12px}
+.note{color:#8a5a00}
+"""
+
+
+def _html_table(t: pd.DataFrame, max_rows: int = 400) -> str:
+    if t is None or t.empty:
+        return "<p><em>no data</em></p>"
+    shown = t.head(max_rows)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    body = []
+    for rec in shown.itertuples(index=False):
+        body.append("<tr>" + "".join(f"<td>{html.escape(tables._fmt(v))}</td>"
+                                     for v in rec) + "</tr>")
+    more = (f"<p>{len(t) - max_rows} more rows in the CSV.</p>" if len(t) > max_rows else "")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>{more}"
+
+
+def _find_key(obj: Any, names: tuple[str, ...]) -> Any:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in names:
+                return v
+        for v in obj.values():
+            found = _find_key(v, names)
+            if found is not None:
+                return found
+    return None
+
+
+def provenance(root: Path) -> tuple[list[tuple[str, str]], str, str]:
+    """(key facts, provenance.json text, sweep.yaml text); absent -> 'not recorded'."""
+    sources: list[Any] = []
+    pj_text = "not recorded"
+    pj = root / "provenance.json"
+    if pj.exists():
+        try:
+            obj = json.loads(pj.read_text())
+            sources.append(obj)
+            pj_text = json.dumps(obj, indent=2, sort_keys=True)
+        except (json.JSONDecodeError, OSError):
+            pj_text = "provenance.json is not valid JSON"
+    run_prov: dict[str, Any] = {}
+    runs = root / "runs"
+    if runs.is_dir():
+        for st in sorted(runs.glob("*/status.json"))[:50]:
+            try:
+                p = json.loads(st.read_text()).get("provenance")
+            except (json.JSONDecodeError, OSError, AttributeError):
+                continue
+            if isinstance(p, dict):
+                run_prov = p
+                sources.append(p)
+                break
+    facts = []
+    for label, names in PROVENANCE_KEYS:
+        val = None
+        for s in sources:
+            val = _find_key(s, names)
+            if val is not None:
+                break
+        facts.append((label, "not recorded" if val is None else
+                      (val if isinstance(val, str) else json.dumps(val, sort_keys=True))))
+    if run_prov:
+        facts.append(("run provenance (first run)", json.dumps(run_prov, sort_keys=True)))
+    sy = root / "sweep.yaml"
+    sweep_text = sy.read_text(errors="replace") if sy.exists() else "not recorded"
+    return facts, pj_text, sweep_text
+
+
+def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
+           figures: dict[str, list[Path]], notes: list[str]) -> str:
+    facts, pj_text, sweep_text = provenance(root)
+    esc = html.escape
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>vecscale report: "
+             f"{esc(root.name)}</title><style>{CSS}</style></head><body>",
+             f"<h1>vecscale report: {esc(root.name)}</h1>",
+             f"<p>{len(df)} runs, {int(df['usable'].sum()) if 'usable' in df else 0} usable "
+             "for speedups (status ok, statistics parsed).</p>",
+             "<h2>Run status</h2>", _html_table(tabs["status"]),
+             "<h2>Failed or unusable runs</h2>", _html_table(tabs["failed"]),
+             "<h2>Figures</h2>"]
+    for name, paths in figures.items():
+        for p in paths:
+            if p.suffix == ".png":
+                b64 = base64.b64encode(p.read_bytes()).decode("ascii")
+                parts.append(f"<h3>{esc(p.stem)}</h3><img alt='{esc(p.stem)}' "
+                             f"data-figure='{esc(name)}' src='data:image/png;base64,{b64}'>")
+    for n in notes:
+        parts.append(f"<p class='note'>Figure skipped: {esc(n)}</p>")
+    titles = {"speedup": "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
+              "vl_scaling": f"VL scaling vs the {tables.REF_VLEN}-bit point",
+              "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)"}
+    for key, title in titles.items():
+        parts += [f"<h2>{esc(title)}</h2>", _html_table(tabs[key])]
+    parts.append("<h2>Provenance</h2><table>")
+    parts += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in facts]
+    parts.append("</table><h3>provenance.json</h3><pre>" + esc(pj_text) + "</pre>")
+    parts.append("<h3>sweep.yaml</h3><pre>" + esc(sweep_text) + "</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def make_report(results_dir: str | Path) -> tuple[Path, list[str]]:
+    """Collect, write tables and figures, and write report.html; returns (path, notes)."""
+    root = Path(results_dir)
+    df = collect(root).df
+    tabs = tables.all_tables(df)
+    for name, t in tabs.items():
+        tables.write_table(t, root / "tables", name)
+    figures, notes = plots.make_all(df, root / "figures")
+    out = root / "report.html"
+    tmp = out.with_suffix(".html.tmp")
+    tmp.write_text(render(root, df, tabs, figures, notes))
+    tmp.replace(out)
+    return out, notes

@@ -1,0 +1,302 @@
+"""Tables from a collected sweep: speedups, VL scaling, Q8_0 cycle breakdown, run status.
+
+Every table is written as CSV, Markdown and LaTeX (booktabs). Only usable runs (status ok,
+stats parsed, gem5 target) enter speedups, scaling and breakdowns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+BASELINES = ("ggml-scalar", "ggml-vec")
+# Axes a baseline does not depend on: the scalar kernel runs no vector code.
+BASELINE_IGNORES = {"ggml-scalar": {"vlen", "lanes"}, "ggml-vec": set()}
+REF_VLEN = 512
+LEAD_AXES = ["model", "phase", "precision", "timing_model", "lanes", "vlen", "kernel"]
+
+PACKING = {"SimdMisc"}  # vslideup/vslidedown/vrgather/vmv: gem5 files them as SimdMisc
+REDUCTION = {"SimdReduceAdd", "SimdReduceAlu", "SimdReduceCmp", "SimdFloatReduceAdd",
+             "SimdFloatReduceCmp"}
+MAC = {"SimdAdd", "SimdAddAcc", "SimdMult", "SimdMultAcc", "SimdMatMultAcc", "SimdFloatAdd",
+       "SimdFloatMult", "SimdFloatMultAcc", "SimdFloatMatMultAcc"}
+CATEGORIES = {"packing": PACKING, "reduction": REDUCTION, "mac": MAC}
+DEFAULT_SIMD_LAT = 6.0  # MinorDefaultFloatSimdFU opLat in gem5 v24
+
+
+def axis_columns(df: pd.DataFrame) -> list[str]:
+    """Columns that came from run.json axes (recorded per row in _axes)."""
+    names: set[str] = set()
+    if "_axes" in df.columns:
+        for v in df["_axes"].dropna():
+            names.update(a for a in str(v).split(",") if a)
+    lead = [a for a in LEAD_AXES if a in names]
+    return lead + sorted(names - set(lead))
+
+
+def _norm(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _matches(a: dict[str, Any], b: dict[str, Any], cols: Iterable[str]) -> int:
+    """-1 if rows conflict on any column, else the number of columns equal (absent = any)."""
+    same = 0
+    for c in cols:
+        x, y = a.get(c), b.get(c)
+        if x is None or y is None:
+            continue
+        if x != y:
+            return -1
+        same += 1
+    return same
+
+
+def _find(target: dict[str, Any], cands: list[dict[str, Any]], cols: list[str]
+          ) -> dict[str, Any] | None:
+    best, best_n = None, -1
+    for c in cands:
+        n = _matches(target, c, cols)
+        if n > best_n:  # the most specific non-conflicting match; first one on ties
+            best, best_n = c, n
+    return best
+
+
+def _records(df: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for rec in df.to_dict("records"):
+        r = {c: _norm(rec.get(c)) for c in cols}
+        r["_row"] = rec
+        out.append(r)
+    return out
+
+
+def usable(df: pd.DataFrame) -> pd.DataFrame:
+    if df.empty or "usable" not in df.columns:
+        return df.iloc[0:0]
+    return df[df["usable"].astype(bool)]
+
+
+def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per usable run with its cycles and speedup vs each baseline kernel.
+
+    A baseline matches a run when all axes except kernel agree (an axis absent on either
+    side matches anything); ggml-scalar also ignores vlen and lanes. Speedup =
+    baseline cycles / run cycles.
+    """
+    u = usable(df)
+    axes = axis_columns(df)
+    if u.empty or "kernel" not in axes:
+        return pd.DataFrame()
+    u = u[u["workload"] == "attention"] if "workload" in u.columns else u
+    recs = _records(u, axes + ["workload"])
+    out = []
+    for r in recs:
+        row = {a: r["_row"].get(a) for a in axes}
+        row["cycles"] = r["_row"]["cycles"]
+        row["id"] = r["_row"]["id"]
+        for b in BASELINES:
+            cols = [a for a in axes + ["workload"]
+                    if a != "kernel" and a not in BASELINE_IGNORES[b]]
+            cands = [c for c in recs if c["kernel"] == b]
+            m = _find(r, cands, cols)
+            row[f"speedup_vs_{b}"] = (m["_row"]["cycles"] / r["_row"]["cycles"]
+                                      if m is not None else math.nan)
+        out.append(row)
+    t = pd.DataFrame(out)
+    keys = [a for a in axes if a in t.columns]
+    return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def vl_scaling_table(df: pd.DataFrame, ref_vlen: int = REF_VLEN) -> pd.DataFrame:
+    """cycles(ref VLEN) / cycles(VLEN) for runs that agree on every other axis."""
+    u = usable(df)
+    axes = axis_columns(df)
+    if u.empty or "vlen" not in axes:
+        return pd.DataFrame()
+    recs = _records(u, axes + ["workload"])
+    refs = [c for c in recs if c["vlen"] == float(ref_vlen)]
+    cols = [a for a in axes + ["workload"] if a != "vlen"]
+    out = []
+    for r in recs:
+        if r["vlen"] is None:
+            continue
+        m = _find(r, refs, cols)
+        row = {a: r["_row"].get(a) for a in axes}
+        row["cycles"] = r["_row"]["cycles"]
+        row[f"speedup_vs_vlen{ref_vlen}"] = (m["_row"]["cycles"] / r["_row"]["cycles"]
+                                             if m is not None else math.nan)
+        out.append(row)
+    t = pd.DataFrame(out)
+    if t.empty:
+        return t
+    keys = [a for a in axes if a in t.columns]
+    return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _latency(oplat: dict[str, Any], cls: str, rec: dict[str, Any]) -> float:
+    v = oplat.get(cls)
+    if isinstance(v, dict):
+        v = v.get("lat", v.get("latency", v.get("base")))
+    lat = float(v) if isinstance(v, (int, float)) else DEFAULT_SIMD_LAT
+    if str(rec.get("timing_model")) == "vl-scaled":
+        vlen, lanes = float(rec.get("vlen") or 0), float(rec.get("lanes") or 0)
+        lbits = float(rec.get("lane_bits") or 64)
+        if vlen > 0 and lanes > 0:
+            lat += max(0.0, math.ceil(vlen / (lanes * lbits)) - 1)
+    return lat
+
+
+def q8_breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Share of ROI cycles in packing, reduction, multiply-accumulate and other, per Q8 run.
+
+    Attribution: the patch's busyCycles per op class when the run has them; otherwise
+    committed vector micro-ops x op latency (run.json system.op_latency, default 6).
+    other = cycles - (packing + reduction + mac); if the attributed sum exceeds the cycles,
+    the three are scaled to sum to 1 and other is 0.
+    """
+    u = usable(df)
+    if u.empty or "kernel" not in u.columns:
+        return pd.DataFrame()
+    u = u[u["kernel"].astype(str).str.startswith("q8")]
+    axes = axis_columns(df)
+    out = []
+    for rec in u.to_dict("records"):
+        busy = bool(rec.get("has_vec_timing")) and float(rec.get("vec_busy_total") or 0) > 0
+        try:
+            oplat = json.loads(rec.get("op_latency") or "{}")
+        except (TypeError, ValueError):
+            oplat = {}
+        if not isinstance(oplat, dict):
+            oplat = {}
+        cyc: dict[str, float] = {}
+        for cat, classes in CATEGORIES.items():
+            s = 0.0
+            for c in classes:
+                if busy:
+                    s += float(rec.get(f"vec_busy_{c}") or 0)
+                else:
+                    s += float(rec.get(f"vec_uops_{c}") or 0) * _latency(oplat, c, rec)
+            cyc[cat] = s
+        total = float(rec["cycles"])
+        attributed = sum(cyc.values())
+        denom = max(total, attributed)
+        row = {a: rec.get(a) for a in axes}
+        row["method"] = "busyCycles" if busy else "uops x latency"
+        row["cycles"] = total
+        for cat in CATEGORIES:
+            row[cat] = cyc[cat] / denom if denom else math.nan
+        row["other"] = max(0.0, total - attributed) / denom if denom else math.nan
+        out.append(row)
+    t = pd.DataFrame(out)
+    if t.empty:
+        return t
+    keys = [a for a in ("kernel", "vlen", "lanes", "timing_model") if a in t.columns]
+    return t.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def status_table(df: pd.DataFrame) -> pd.DataFrame:
+    if df.empty:
+        return pd.DataFrame(columns=["status", "runs"])
+    t = df.groupby("status", dropna=False).size().reset_index(name="runs")
+    return t.sort_values(["runs", "status"], ascending=[False, True]).reset_index(drop=True)
+
+
+def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs that are not usable, with status and cause (analysis errors included)."""
+    if df.empty:
+        return pd.DataFrame(columns=["id", "status", "cause"])
+    bad = df[~df["usable"].astype(bool)]
+    if "target" in bad.columns:  # qemu runs have no stats: not failures when ok
+        bad = bad[~((bad["target"] == "qemu") & (bad["status"] == "ok"))]
+    t = bad[["id", "status"]].copy()
+    cause = bad.get("cause", pd.Series("", index=bad.index)).fillna("").astype(str)
+    aerr = bad.get("analysis_error", pd.Series("", index=bad.index)).fillna("").astype(str)
+    t["cause"] = [("; ".join(x for x in (c, e) if x)) for c, e in zip(cause, aerr, strict=True)]
+    return t.reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- formatting
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        if v == int(v) and abs(v) < 1e15:
+            return str(int(v))
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)
+
+
+def to_markdown(t: pd.DataFrame) -> str:
+    if t.empty:
+        return "_no data_\n"
+    cols = list(t.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for rec in t.itertuples(index=False):
+        cells = [_fmt(v).replace("|", "\\|") for v in rec]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+        "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}"}
+
+
+def tex_escape(s: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in s)
+
+
+def to_latex(t: pd.DataFrame) -> str:
+    if t.empty:
+        return "% no data\n"
+    cols = list(t.columns)
+    spec = "".join("r" if pd.api.types.is_numeric_dtype(t[c]) else "l" for c in cols)
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
+             " & ".join(tex_escape(c) for c in cols) + " \\\\", "\\midrule"]
+    for rec in t.itertuples(index=False):
+        lines.append(" & ".join(tex_escape(_fmt(v)) for v in rec) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(t: pd.DataFrame, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.csv", out_dir / f"{name}.md", out_dir / f"{name}.tex"]
+    t.to_csv(paths[0], index=False)
+    paths[1].write_text(to_markdown(t))
+    paths[2].write_text(to_latex(t))
+    return paths
+
+
+def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {
+        "status": status_table(df),
+        "failed": failed_runs(df),
+        "speedup": speedup_table(df),
+        "vl_scaling": vl_scaling_table(df),
+        "q8_breakdown": q8_breakdown_table(df),
+    }
+
+
+def write_all(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    paths: list[Path] = []
+    for name, t in all_tables(df).items():
+        paths += write_table(t, out_dir, name)
+    return paths
