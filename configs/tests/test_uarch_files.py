@@ -1,0 +1,187 @@
+"""The shipped configs/uarch/*.yaml files: they load, resolve over the paper's grid, say what
+the paper says, and the exported JSON Schema in configs/schema/ is current."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sweeps.uarch import (
+    GEM5_OP_CLASSES,
+    SCHEMA_DIR,
+    SCHEMA_FILE_NAME,
+    UARCH_DIR,
+    VL_SCALED_CLASSES,
+    effective_latency,
+    list_uarchs,
+    load_uarch,
+    resolve,
+    schema_text,
+    vl_scaled_latency,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = list_uarchs()
+PAPER_VLENS = [512, 1024, 2048, 4096, 8192]
+PAPER_LANES = [8, 16, 32, 64]
+REQUIRED = {"paper-fixed", "paper-vl-scaled", "vitruvius-plus"}
+
+# The paper's base latencies (PAPER.md, from gem5's O3_ARM_v7a); Simd* ones are VL-scaled.
+PAPER_BASE = {
+    "SimdFloatAdd": 5,
+    "SimdFloatAlu": 5,
+    "SimdFloatMult": 3,
+    "SimdFloatMultAcc": 5,
+    "SimdFloatReduceAdd": 4,
+    "FloatAdd": 5,
+    "FloatCvt": 5,
+    "FloatMult": 4,
+    "FloatMultAcc": 5,
+}
+
+
+def test_required_uarchs_are_shipped() -> None:
+    assert REQUIRED <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_loads_and_name_matches_stem(name: str) -> None:
+    u = load_uarch(name)
+    assert u.name == name
+    assert u.source is not None and u.source.resolve() == (UARCH_DIR / f"{name}.yaml").resolve()
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_resolves_on_paper_grid(name: str) -> None:
+    u = load_uarch(name)
+    for vlen in PAPER_VLENS:
+        for lanes in PAPER_LANES:
+            assert u.allows(vlen, lanes) is None, (name, vlen, lanes)
+            system = resolve(u, vlen, lanes)
+            assert system["uarch"] == name
+            assert (system["vlen"], system["lanes"]) == (vlen, lanes)
+            assert all(op in GEM5_OP_CLASSES for op in system["op_latency"])
+            assert json.loads(json.dumps(system)) == system
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_declared_point_resolves(name: str) -> None:
+    u = load_uarch(name)
+    points = u.points()
+    assert points
+    for vlen, lanes in points:
+        resolve(u, vlen, lanes)
+
+
+def test_paper_fixed_is_stock_gem5() -> None:
+    u = load_uarch("paper-fixed")
+    assert u.timing_model == "fixed" and u.ignores_lanes
+    assert u.vlen.min == 128 and u.vlen.max == 65536
+    for vlen in [128, *PAPER_VLENS, 16384, 65536]:
+        system = resolve(u, vlen, None)
+        # MinorDefaultFloatSimdFU.opLat in gem5 v24.0.0.1: 6 for every class, any VLEN.
+        assert set(system["op_latency"].values()) == {6}
+        assert effective_latency(system, "SimdFloatMultAcc") == 6
+        assert system["lanes_model"] is None
+
+
+def test_paper_vl_scaled_matches_paper() -> None:
+    u = load_uarch("paper-vl-scaled")
+    assert u.timing_model == "vl-scaled" and u.lane_bits == 64
+    assert u.op_latency == PAPER_BASE
+    assert u.allows(16384, 8) is not None and u.allows(256, 8) is not None
+    for vlen in PAPER_VLENS:
+        for lanes in PAPER_LANES:
+            system = resolve(u, vlen, lanes)
+            for op, base in PAPER_BASE.items():
+                passes = -(-vlen // (lanes * 64))
+                expected = base + max(0, passes - 1) if op.startswith("Simd") else base
+                assert effective_latency(system, op) == expected
+    # Spot values: 8 lanes (512 bit/cycle) at 8192 bits is 16 passes.
+    s = resolve(u, 8192, 8)
+    assert effective_latency(s, "SimdFloatAdd") == 20
+    assert effective_latency(s, "SimdFloatReduceAdd") == 19
+    assert effective_latency(resolve(u, 4096, 64), "SimdFloatMult") == 3
+
+
+def test_vitruvius_plus_lanes_model() -> None:
+    u = load_uarch("vitruvius-plus")
+    assert u.timing_model == "lanes" and u.lane_bits == 64
+    system = resolve(u, 8192, 8)
+    lm = system["lanes_model"]
+    assert lm["mem_bytes_per_cycle"] == 64  # 8 x 64-bit lanes = 512 bit/cycle
+    assert lm["reduce_per_level"] >= 1
+    assert lm["startup"]["div"] > lm["startup"]["fma"] >= lm["startup"]["arith"]
+    # Vector classes are timed by the lanes model, not by op_latency.
+    assert not set(system["op_latency"]) & VL_SCALED_CLASSES
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_same_memory_system_as_paper(name: str) -> None:
+    system = resolve(load_uarch(name), 2048, 16)
+    assert system["clock"] == "2GHz"
+    assert system["caches"]["l1d"]["size"] == "64KiB"
+    assert system["caches"]["l2"]["size"] == "1MiB"
+    assert system["memory"]["type"] == "DDR3_1600_8x8"
+
+
+def test_shipped_memory_types_are_mapped_by_run_py() -> None:
+    run_py = REPO / "configs" / "run.py"
+    if not run_py.is_file():
+        pytest.skip("configs/run.py not present")
+    m = re.search(r"^MEMORY_TYPES\s*=\s*\{(.*?)\}", run_py.read_text(), re.M | re.S)
+    assert m, "configs/run.py no longer defines MEMORY_TYPES = {...}"
+    mapped = set(re.findall(r"[\"']([A-Za-z0-9_]+)[\"']\s*:", m.group(1)))
+    for name in SHIPPED:
+        assert resolve(load_uarch(name), 1024, 8)["memory"]["type"] in mapped, name
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_yaml_points_editors_at_schema(name: str) -> None:
+    first = (UARCH_DIR / f"{name}.yaml").read_text().splitlines()[0]
+    assert first == f"# yaml-language-server: $schema=../schema/{SCHEMA_FILE_NAME}"
+
+
+def test_exported_schema_is_current() -> None:
+    path = SCHEMA_DIR / SCHEMA_FILE_NAME
+    assert path.is_file(), "run: python -m sweeps.uarch export-schema"
+    assert path.read_text() == schema_text(), "stale: run python -m sweeps.uarch export-schema"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_files_validate_against_exported_schema(name: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((SCHEMA_DIR / SCHEMA_FILE_NAME).read_text())
+    data = yaml.safe_load((UARCH_DIR / f"{name}.yaml").read_text())
+    jsonschema.validate(data, schema)
+
+
+def test_schema_rejects_what_the_loader_rejects() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((SCHEMA_DIR / SCHEMA_FILE_NAME).read_text())
+    data = yaml.safe_load((UARCH_DIR / "paper-vl-scaled.yaml").read_text())
+    for key, value in [("timing_model", "magic"), ("clock", "fast"), ("bogus", 1)]:
+        broken = dict(data, **{key: value})
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema)
+
+
+def test_formula_helper() -> None:
+    assert vl_scaled_latency(5, 8192, 8) == 20
+
+
+def test_op_classes_match_gem5_source() -> None:
+    """Compare with src/cpu/FuncUnit.py of a gem5 checkout named by GEM5_SRC."""
+    root = os.environ.get("GEM5_SRC")
+    if not root:
+        pytest.skip("set GEM5_SRC to a gem5 v24.0.0.1 source tree to compare op classes")
+    text = (Path(root) / "src" / "cpu" / "FuncUnit.py").read_text()
+    block = re.search(r"class OpClass\(Enum\):\s*vals = \[(.*?)\]", text, re.S)
+    assert block
+    names = re.findall(r'"([A-Za-z0-9_]+)"', block.group(1))
+    assert tuple(names) == GEM5_OP_CLASSES
