@@ -29,7 +29,8 @@ static void proj_shape(const model_shape *m, const char *proj, long *rows, long 
 static void make_x(rng_t *rng, float *x, size_t nb) {
     for (size_t b = 0; b < nb; b++) {
         const int zero_block = (rng_u64(rng) & 15u) == 0; /* exercises d = 0 */
-        const float amp = rng_uniform(rng, 0.05f, 3.0f);
+        /* block magnitudes over 2^11: the smallest give fp16-subnormal scales */
+        const float amp = 3.0f * exp2f(-rng_uniform(rng, 0.0f, 11.0f));
         for (int j = 0; j < QK; j++) {
             const float v = rng_uniform(rng, -amp, amp);
             x[b * QK + (size_t)j] = zero_block ? 0.0f : v;
