@@ -66,6 +66,18 @@ def _timing_models(t: pd.DataFrame) -> list[object]:
     return list(pd.unique(t["timing_model"])) if "timing_model" in t.columns else [None]
 
 
+def _lanes_label(lanes: float) -> str:
+    return "lanes n/a" if lanes <= 0 else f"{int(lanes)} lanes"
+
+
+def _fill_lanes(t: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose model ignores lanes (e.g. fixed timing) carry no lanes: group them as 0."""
+    t = t.copy()
+    if "lanes" in t.columns:
+        t["lanes"] = pd.to_numeric(t["lanes"], errors="coerce").fillna(0)
+    return t
+
+
 def _sel(t: pd.DataFrame, col: str, val: object) -> pd.DataFrame:
     if val is None or col not in t.columns:
         return t
@@ -77,7 +89,7 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     lane count (and line style per timing model)."""
     t = tables.speedup_table(df)
     _need(t, ["kernel", "vlen", "model", "phase"], "speedup vs VLEN")
-    t = t[(t["kernel"] == MAIN_KERNEL) & t["speedup_vs_ggml-scalar"].notna()]
+    t = _fill_lanes(t[(t["kernel"] == MAIN_KERNEL) & t["speedup_vs_ggml-scalar"].notna()])
     if t.empty:
         raise Skip(f"speedup vs VLEN: no {MAIN_KERNEL} run with a matching ggml-scalar run")
     paths: list[Path] = []
@@ -95,7 +107,7 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                     for li, lanes in enumerate(lane_vals):
                         tl = _sel(tt, "lanes", lanes).groupby("vlen")[
                             "speedup_vs_ggml-scalar"].mean().sort_index()
-                        label = f"{int(lanes)} lanes" if lanes is not None else "all"
+                        label = _lanes_label(lanes) if lanes is not None else "all"
                         if tmod is not None and len(_timing_models(tp)) > 1:
                             label += f", {tmod}"
                         ax.plot(tl.index, tl.values, linestyle=styles[si % 4],
@@ -120,11 +132,13 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                    "reference")
     paths: list[Path] = []
     with plt.rc_context({**STYLE, "axes.grid": False}):
-        for model, tm in t.groupby("model"):
+        for model, tm in t[t["lanes"].notna()].groupby("model"):
             tmods = _timing_models(tm)
             tmod = "lanes" if "lanes" in tmods else tmods[0]
             tm = _sel(tm, "timing_model", tmod)
             phases = [p for p in ("prefill", "decode") if p in set(tm["phase"])]
+            if not phases:
+                continue
             fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.4),
                                     squeeze=False)
             for ax, phase in zip(axs[0], phases, strict=True):
@@ -144,6 +158,8 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                 ax.set_title(f"{model}, {phase}" + (f" ({tmod})" if tmod else ""))
                 fig.colorbar(im, ax=ax, label=f"speedup vs {tables.REF_VLEN}-bit")
             paths += _save(fig, out_dir, f"heatmap_vlen_lanes_{model}")
+    if not paths:
+        raise Skip("VLEN x lanes heatmap: no runs with a lanes value")
     return paths
 
 
@@ -179,7 +195,7 @@ def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """FLOP/cycle as a share of the lane peak (lanes*lane_bits/32*2 for fp32) vs VLEN."""
     u = tables.usable(df)
     _need(u, ["kernel", "vlen", "lanes", "model", "peak_share"], "FLOP/cycle share of peak")
-    u = u[(u["kernel"] == MAIN_KERNEL) & u["peak_share"].notna()]
+    u = _fill_lanes(u[(u["kernel"] == MAIN_KERNEL) & u["peak_share"].notna()])
     if u.empty:
         raise Skip(f"FLOP/cycle share of peak: no {MAIN_KERNEL} runs with lanes")
     paths: list[Path] = []
@@ -195,7 +211,7 @@ def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                 for li, lanes in enumerate(sorted(pd.unique(tm["lanes"]))):
                     g = tm[tm["lanes"] == lanes].groupby("vlen")["peak_share"].mean()
                     ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
-                            color=OKABE_ITO[li % len(OKABE_ITO)], label=f"{int(lanes)} lanes")
+                            color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
                 if not tm.empty:
                     _log2_x(ax, sorted(pd.unique(tm["vlen"])))
                     ax.legend(fontsize=7)

@@ -13,11 +13,13 @@ import pandas as pd
 from . import plots, tables
 from .collect import collect
 
-PROVENANCE_KEYS = [("gem5 version", ("gem5_version", "gem5", "gem5_tag")),
-                   ("gem5 binary hash", ("gem5_hash", "gem5_binary_hash", "gem5_sha256")),
-                   ("patch series hash", ("patch_hash", "patches_hash", "patch_series_hash")),
-                   ("uarch files", ("uarch_files", "uarch", "uarch_hashes")),
-                   ("workload binary hash", ("workload_hash", "binary_hash"))]
+PROVENANCE_KEYS = [("gem5 version", ("gem5_version", "gem5_tag")),
+                   ("gem5 binary", ("gem5", "gem5_path")),
+                   ("gem5 binary sha256", ("gem5_sha256", "gem5_hash")),
+                   ("patch series sha256", ("patches_sha256", "patch_hash")),
+                   ("workload sha256", ("workload_sha256",)),
+                   ("vecscale git", ("vecscale_git",)),
+                   ("sweep spec sha256", ("spec_sha256",))]
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1150px;color:#222}
@@ -55,7 +57,8 @@ def _find_key(obj: Any, names: tuple[str, ...]) -> Any:
     return None
 
 
-def provenance(root: Path) -> tuple[list[tuple[str, str]], str, str]:
+def provenance(root: Path, df_uarch: list[Any] | None = None
+               ) -> tuple[list[tuple[str, str]], str, str]:
     """(key facts, provenance.json text, sweep.yaml text); absent -> 'not recorded'."""
     sources: list[Any] = []
     pj_text = "not recorded"
@@ -75,10 +78,15 @@ def provenance(root: Path) -> tuple[list[tuple[str, str]], str, str]:
                 p = json.loads(st.read_text()).get("provenance")
             except (json.JSONDecodeError, OSError, AttributeError):
                 continue
-            if isinstance(p, dict):
+            if isinstance(p, dict) and any(v is not None for v in p.values()):
                 run_prov = p
                 sources.append(p)
                 break
+        for rj in sorted(runs.glob("*/run.json"))[:1]:
+            try:
+                sources.append(json.loads(rj.read_text()))
+            except (json.JSONDecodeError, OSError):
+                pass
     facts = []
     for label, names in PROVENANCE_KEYS:
         val = None
@@ -88,6 +96,9 @@ def provenance(root: Path) -> tuple[list[tuple[str, str]], str, str]:
                 break
         facts.append((label, "not recorded" if val is None else
                       (val if isinstance(val, str) else json.dumps(val, sort_keys=True))))
+    uarch = sorted({str(u) for u in (df_uarch or []) if isinstance(u, str) and u})
+    facts.append(("uarch files", ", ".join(f"configs/uarch/{u}.yaml" for u in uarch)
+                  if uarch else "not recorded"))
     if run_prov:
         facts.append(("run provenance (first run)", json.dumps(run_prov, sort_keys=True)))
     sy = root / "sweep.yaml"
@@ -97,7 +108,8 @@ def provenance(root: Path) -> tuple[list[tuple[str, str]], str, str]:
 
 def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
            figures: dict[str, list[Path]], notes: list[str]) -> str:
-    facts, pj_text, sweep_text = provenance(root)
+    facts, pj_text, sweep_text = provenance(
+        root, list(df["uarch"].dropna().unique()) if "uarch" in df.columns else None)
     esc = html.escape
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>vecscale report: "
              f"{esc(root.name)}</title><style>{CSS}</style></head><body>",

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from .synth import OP_CLASSES
+
 BASELINES = ("ggml-scalar", "ggml-vec")
 # Axes a baseline does not depend on: the scalar kernel runs no vector code.
 BASELINE_IGNORES = {"ggml-scalar": {"vlen", "lanes"}, "ggml-vec": set()}
@@ -26,6 +28,8 @@ REDUCTION = {"SimdReduceAdd", "SimdReduceAlu", "SimdReduceCmp", "SimdFloatReduce
 MAC = {"SimdAdd", "SimdAddAcc", "SimdMult", "SimdMultAcc", "SimdMatMultAcc", "SimdFloatAdd",
        "SimdFloatMult", "SimdFloatMultAcc", "SimdFloatMatMultAcc"}
 CATEGORIES = {"packing": PACKING, "reduction": REDUCTION, "mac": MAC}
+VECTOR_MEM_CLASSES = {c for c in OP_CLASSES if c.startswith("Simd") and (
+    "Load" in c or "Store" in c)}
 DEFAULT_SIMD_LAT = 6.0  # MinorDefaultFloatSimdFU opLat in gem5 v24
 
 
@@ -152,7 +156,7 @@ def _latency(oplat: dict[str, Any], cls: str, rec: dict[str, Any]) -> float:
     if isinstance(v, dict):
         v = v.get("lat", v.get("latency", v.get("base")))
     lat = float(v) if isinstance(v, (int, float)) else DEFAULT_SIMD_LAT
-    if str(rec.get("timing_model")) == "vl-scaled":
+    if str(rec.get("timing_model")) == "vl-scaled" and cls not in VECTOR_MEM_CLASSES:
         vlen, lanes = float(rec.get("vlen") or 0), float(rec.get("lanes") or 0)
         lbits = float(rec.get("lane_bits") or 64)
         if vlen > 0 and lanes > 0:

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import attn_axes, attn_result, write_run
+
+from analysis import synth, tables
+from analysis.__main__ import main
+from analysis.collect import CollectError, collect
+
+
+def _row(df: pd.DataFrame, rid: str) -> dict:
+    r = df[df["id"] == rid]
+    assert len(r) == 1, rid
+    return r.iloc[0].to_dict()
+
+
+def test_one_row_per_run_with_axes_and_metrics(sweep: Path) -> None:
+    df = collect(sweep).df
+    assert len(df) == 14
+    r = _row(df, "fav-1024-16")
+    assert r["status"] == "ok" and r["usable"]
+    assert r["kernel"] == "fa-v" and r["vlen"] == 1024 and r["lanes"] == 16
+    assert r["model"] == "tinyllama-1.1b" and r["phase"] == "prefill"
+    assert r["cycles"] == 2_500_000
+    assert r["insts"] == 1_250_000
+    assert r["vec_uops_SimdFloatMultAcc"] == 100
+    assert r["sim_seconds"] == pytest.approx(2_500_000 * 500 / 1e12)
+    # prefill FLOPs: 4 * heads * D * N(N+1)/2 = 4 * 32 * 64 * 64*65/2
+    assert r["flops"] == 4 * 32 * 64 * (64 * 65 / 2)
+    assert r["flop_per_cycle"] == pytest.approx(r["flops"] / 2_500_000)
+    # peak: lanes * 64 / 32 * 2 = 64 FLOP/cycle for 16 lanes
+    assert r["peak_flop_per_cycle"] == 64
+    # bytes: 4 * D * (2*N*heads + 2*N*kv_heads)
+    assert r["bytes_min"] == 4 * 64 * (2 * 64 * 32 + 2 * 64 * 4)
+    assert r["max_rel_err"] == pytest.approx(2e-5) and r["pass"] is True
+
+
+def test_failed_qemu_and_corrupt_runs_are_kept_but_not_usable(sweep: Path) -> None:
+    df = collect(sweep).df
+    failed = _row(df, "fav-2048-8")
+    assert failed["status"] == "gem5-error" and not failed["usable"]
+    assert "panic" in failed["cause"]
+    q = _row(df, "qemu-fav-512")
+    assert q["target"] == "qemu" and q["status"] == "ok" and not q["usable"]
+    assert math.isnan(q["cycles"])
+    assert q["flops"] > 0  # shape metrics still there
+    bad = _row(df, "fav-4096-16")
+    assert bad["status"] == "ok" and not bad["usable"]
+    assert "truncated" in bad["analysis_error"]
+    assert "runs/fav-4096-16/stats.txt" in bad["analysis_error"]
+    ft = tables.failed_runs(df)
+    assert set(ft["id"]) == {"fav-2048-8", "fav-4096-16"}
+
+
+def test_speedups_match_hand_computed_values(sweep: Path) -> None:
+    t = tables.speedup_table(collect(sweep).df).set_index("id")
+    # fa-v 1024/16: 2.5M cycles; scalar 100M (matches any VLEN/lanes); ggml-vec 1024/16 20M
+    assert t.loc["fav-1024-16", "speedup_vs_ggml-scalar"] == pytest.approx(40.0)
+    assert t.loc["fav-1024-16", "speedup_vs_ggml-vec"] == pytest.approx(8.0)
+    assert t.loc["fav-1024-8", "speedup_vs_ggml-vec"] == pytest.approx(19 / 4.5)
+    assert t.loc["fav-512-8", "speedup_vs_ggml-scalar"] == pytest.approx(20.0)
+    assert t.loc["vec-1024-8", "speedup_vs_ggml-scalar"] == pytest.approx(100 / 19)
+    # failed / corrupt / qemu / q8 runs are not in the attention speedup table
+    assert not {"fav-2048-8", "fav-4096-16", "qemu-fav-512", "q8-ggml-512"} & set(t.index)
+
+
+def test_vl_scaling_vs_512(sweep: Path) -> None:
+    t = tables.vl_scaling_table(collect(sweep).df)
+    t = t[t["kernel"] == "fa-v"].set_index(["vlen", "lanes"])
+    assert t.loc[(1024, 16), "speedup_vs_vlen512"] == pytest.approx(4.0 / 2.5)
+    assert t.loc[(1024, 8), "speedup_vs_vlen512"] == pytest.approx(5.0 / 4.5)
+    assert t.loc[(512, 8), "speedup_vs_vlen512"] == pytest.approx(1.0)
+
+
+def test_q8_breakdown_both_methods(sweep: Path) -> None:
+    t = tables.q8_breakdown_table(collect(sweep).df).set_index("kernel")
+    p = t.loc["q8-packed"]  # busyCycles 280/320/400 of 1000 cycles
+    assert p["method"] == "busyCycles"
+    assert (p["packing"], p["reduction"], p["mac"], p["other"]) == pytest.approx(
+        (0.28, 0.32, 0.40, 0.0))
+    g = t.loc["q8-ggml"]  # 10*2, 20*4, 30*5 of 1000 cycles
+    assert g["method"] == "uops x latency"
+    assert (g["packing"], g["reduction"], g["mac"], g["other"]) == pytest.approx(
+        (0.02, 0.08, 0.15, 0.75))
+
+
+def test_scalar_baseline_with_absent_vector_axes(tmp_path: Path) -> None:
+    """As the sweep planner writes it: a scalar run has vlen/lanes/timing_model = null."""
+    root = tmp_path / "s"
+    ax = attn_axes("ggml-scalar", 512, 8)
+    ax.update({"vlen": None, "lanes": None, "timing_model": None})
+    write_run(root, "sc", ax, stats=synth.roi_stats_text(9000, 10, filler=False),
+              result=attn_result("ggml-scalar", 0))
+    write_run(root, "fv", attn_axes("fa-v", 2048, 32),
+              stats=synth.roi_stats_text(300, 10, filler=False),
+              result=attn_result("fa-v", 2048))
+    t = tables.speedup_table(collect(root).df).set_index("id")
+    assert t.loc["fv", "speedup_vs_ggml-scalar"] == pytest.approx(30.0)
+    assert math.isnan(t.loc["fv", "speedup_vs_ggml-vec"])
+
+
+def test_incremental_cache(sweep: Path) -> None:
+    first = collect(sweep)
+    assert first.parsed == 14 and first.reused == 0
+    assert (sweep / "collected.csv").exists()
+    second = collect(sweep)
+    assert second.parsed == 0 and second.reused == 14
+    cols = ["id", "status", "cycles", "vlen", "lanes", "kernel", "usable"]
+    pd.testing.assert_frame_equal(first.df[cols], second.df[cols], check_dtype=False)
+    # a new run is picked up, the others come from the cache
+    write_run(sweep, "fav-2048-16", attn_axes("fa-v", 2048, 16),
+              stats=synth.roi_stats_text(2_000_000, 10, filler=False),
+              result=attn_result("fa-v", 2048))
+    third = collect(sweep)
+    assert third.parsed == 1 and third.reused == 14
+    assert _row(third.df, "fav-2048-16")["cycles"] == 2_000_000
+    # a changed status.json (rerun) is parsed again
+    d = sweep / "runs" / "fav-2048-8"
+    (d / "stats.txt").write_text(synth.roi_stats_text(3_000_000, 10, filler=False))
+    st = json.loads((d / "status.json").read_text())
+    st["status"] = "ok"
+    (d / "status.json").write_text(json.dumps(st))
+    os.utime(d / "status.json", ns=(1, 2_000_000_000_000_000_000))
+    fourth = collect(sweep)
+    assert fourth.parsed == 1
+    r = _row(fourth.df, "fav-2048-8")
+    assert r["status"] == "ok" and r["usable"] and r["cycles"] == 3_000_000
+    # a removed run disappears
+    import shutil
+
+    shutil.rmtree(sweep / "runs" / "fav-2048-16")
+    assert "fav-2048-16" not in set(collect(sweep).df["id"])
+
+
+def test_broken_json_files_are_flagged(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    d = write_run(root, "x", attn_axes("fa-v", 512, 8),
+                  stats=synth.roi_stats_text(100, 10, filler=False))
+    (d / "run.json").write_text("{not json")
+    write_run(root, "y", attn_axes("fa-v", 512, 8))
+    (root / "runs" / "y" / "status.json").unlink()
+    df = collect(root).df
+    x, y = _row(df, "x"), _row(df, "y")
+    assert "run.json: not valid JSON" in x["analysis_error"] and not x["usable"]
+    assert y["status"] == "incomplete" and not y["usable"]
+
+
+def test_collect_errors_and_cli(tmp_path: Path, sweep: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(CollectError, match="no such results folder"):
+        collect(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    assert main(["collect", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no runs/ folder" in err
+    assert main(["collect", str(sweep)]) == 0
+    assert "14 runs" in capsys.readouterr().out
+    assert main(["tables", str(sweep)]) == 0
+    for name in ("speedup", "vl_scaling", "q8_breakdown", "status", "failed"):
+        for ext in ("csv", "md", "tex"):
+            assert (sweep / "tables" / f"{name}.{ext}").stat().st_size > 0
+
+
+def test_cli_subprocess_no_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run([sys.executable, "-m", "analysis", "report", str(tmp_path / "missing")],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and p.stderr.startswith("error: ")
