@@ -31,6 +31,7 @@ from gem5.simulate.simulator import Simulator
 from m5.objects import (
     MinorDefaultFloatSimdFU,
     MinorDefaultFUPool,
+    MinorFUTiming,
 )
 
 # Op classes handled by the patched vector timing (the FloatSimd FU's classes).
@@ -87,6 +88,9 @@ def fu_pool_for_vector_timing():
     for fu in pool.funcUnits:
         if isinstance(fu, MinorDefaultFloatSimdFU):
             fu.opLat = 1
+            # Stock lets an op issue 2 cycles before its sources are ready (late operand
+            # read); with 0 a dependent waits for the full modelled latency.
+            fu.timings = [MinorFUTiming(description="FloatSimd", srcRegsRelativeLats=[0])]
     return pool
 
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from sweeps.uarch import (
+    DEFAULT_LANE_GROUPS,
     GEM5_OP_CLASSES,
     SCHEMA_DIR,
     SCHEMA_FILE_NAME,
@@ -185,3 +186,21 @@ def test_op_classes_match_gem5_source() -> None:
     assert block
     names = re.findall(r'"([A-Za-z0-9_]+)"', block.group(1))
     assert tuple(names) == GEM5_OP_CLASSES
+
+
+def test_lane_groups_cover_the_classes_the_patch_times() -> None:
+    """DEFAULT_LANE_GROUPS must name exactly the classes VecTiming::unitOf() gives a unit."""
+    patches = sorted((REPO / "gem5-patches").glob("*vector-length-aware-timing*.patch"))
+    if not patches:
+        pytest.skip("gem5-patches/ has no vector timing patch")
+    text = patches[0].read_text()
+    body = re.search(r"VecTiming::unitOf\(OpClass c\)(.*?)default:", text, re.S)
+    assert body, "VecTiming::unitOf() not found in the patch"
+    timed = set(re.findall(r"enums::(\w+)", body.group(1)))
+    assert timed == set(DEFAULT_LANE_GROUPS)
+    slide = re.search(
+        r"((?:case enums::\w+:[\s+]*(?:/\*.*?\*/)?[\s+]*)+)return UnitSldu", body.group(1)
+    )
+    assert slide
+    for op in re.findall(r"enums::(\w+)", slide.group(1)):
+        assert DEFAULT_LANE_GROUPS[op] == "permute", op

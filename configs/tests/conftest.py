@@ -1,0 +1,15 @@
+"""gem5-side tests: skipped with a reason unless GEM5 points to a patched build."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeps.gem5check import Gem5Error, check
+
+
+@pytest.fixture(scope="session")
+def gem5() -> dict:
+    try:
+        return check()
+    except Gem5Error as e:
+        pytest.skip(f"needs a patched gem5 v24.0.0.1 RISCV build: {e}")
