@@ -331,3 +331,14 @@ def test_vector_kernels_avoid_gem5_trouble() -> None:
             if widening:
                 assert lmul <= 2, (f, m, o, lmul)
     assert not any(is_vector(m, o) for m, o in funcs["q8_scalar"])
+
+
+@pytest.mark.parametrize("binary", ("q8", "q8-scalar"))
+def test_roi_m5_emits_m5ops(binary: str) -> None:
+    """--roi m5 executes the m5op words, which QEMU rejects as illegal instructions;
+    --roi none (the default) does not."""
+    args = ["--kernel", "q8-scalar", "--rows", "2", "--cols", "32"]
+    res = qemu_run(binary, [*args, "--roi", "m5"])
+    assert res.rc == -4, (res.rc, res.stdout, res.stderr)  # SIGILL
+    assert res.stdout == ""
+    run_ok(binary, [*args, "--roi", "none"], 256)
