@@ -1,0 +1,129 @@
+"""Attention workload on QEMU: every kernel x phase x model x VLEN, both fa-v regimes,
+custom GQA shapes and non-default tunables. Each run must pass its own self-check."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import ROOT, VLENS, qemu_run
+
+MODELS = sorted(yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text()))
+KERNELS = ("ggml-scalar", "ggml-vec", "fa-v")
+PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}
+
+
+def check(args: list[str], vlen: int = 256, binary: str = "attention") -> dict:
+    res = qemu_run(binary, args, vlen=vlen)
+    assert res.rc == 0, f"rc={res.rc} stdout={res.stdout!r} stderr={res.stderr!r}"
+    rec = res.record
+    assert rec["pass"] is True and rec["n_bad"] == 0
+    assert rec["max_abs_err"] <= 1e-5
+    return rec
+
+
+@pytest.mark.parametrize("vlen", VLENS)
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_models(kernel: str, model: str, phase: str, vlen: int) -> None:
+    rec = check(["--kernel", kernel, "--model", model, "--phase", phase, *PHASES[phase]], vlen)
+    assert rec["model"] == model and rec["kernel"] == kernel and rec["phase"] == phase
+    assert rec["vlen"] == vlen
+    if kernel == "fa-v":
+        # LMUL 1: VLMAX = VLEN/32 <= 32 < D for every model, so QEMU runs the blocked regime
+        assert rec["regime"] == "blocked" and rec["vlmax"] == vlen // 32
+    else:
+        assert rec["regime"] == "row"
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("model", MODELS)
+def test_scalar_binary(model: str, phase: str) -> None:
+    rec = check(["--kernel", "ggml-scalar", "--model", model, "--phase", phase,
+                 *PHASES[phase]], binary="attention-scalar")
+    assert rec["vlen"] == 0  # rv64gc build: no vector unit used
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("model", MODELS)
+def test_fav_packed_models(model: str, phase: str) -> None:
+    """VLEN 1024 with LMUL 4: VLMAX = 128, so D = 64 packs 2 heads per register and
+    D = 128 (VLMAX == D) stays blocked."""
+    rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
+                 "--lmul", "4"], vlen=1024)
+    head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["head_dim"]
+    if head_dim == 64:
+        assert rec["regime"] == "packed" and rec["pack"] == 2
+    else:
+        assert rec["regime"] == "blocked"
+
+
+# (heads, kv_heads, head_dim): GQA ratios 8:1 4:1 3:1 7:1 6:1 1:1, packed widths larger and
+# smaller than the group, heads not divisible by the packed width, registers spanning kv heads.
+SHAPES = [
+    (16, 2, 16),  # 8:1
+    (16, 4, 32),  # 4:1
+    (12, 4, 16),  # 3:1
+    (14, 2, 32),  # 7:1
+    (12, 2, 16),  # 6:1
+    (10, 10, 16),  # 1:1 (MHA)
+    (5, 1, 8),  # MQA, odd heads
+    (3, 3, 64),  # fewer heads than fit in one register at some widths
+]
+
+
+@pytest.mark.parametrize("lmul", (1, 2, 4))
+@pytest.mark.parametrize("vlen", (512, 1024))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
+def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int) -> None:
+    heads, kv_heads, head_dim = shape
+    args = ["--kernel", "fa-v", "--heads", str(heads), "--kv-heads", str(kv_heads),
+            "--head-dim", str(head_dim), "--lmul", str(lmul)]
+    vlmax = vlen * lmul // 32
+    for extra in (["--n", "11", "--block-r", "4", "--block-c", "5", "--r", "3"],
+                  ["--phase", "decode", "--l", "37"]):
+        rec = check(args + extra, vlen)
+        packed = vlmax > head_dim and vlmax % head_dim == 0
+        assert rec["regime"] == ("packed" if packed else "blocked")
+        assert rec["pack"] == (vlmax // head_dim if packed else 1)
+
+
+@pytest.mark.parametrize("vlen", (128, 1024))
+@pytest.mark.parametrize(
+    "tun",
+    [
+        ["--block-r", "5", "--block-c", "7", "--unroll", "1"],
+        ["--block-r", "3", "--block-c", "64", "--unroll", "2"],
+        ["--block-r", "64", "--block-c", "3", "--unroll", "8"],
+        ["--block-r", "1", "--block-c", "1", "--unroll", "3"],
+        ["--block-r", "4", "--block-c", "6", "--unroll", "5", "--lmul", "2"],
+        ["--block-r", "7", "--block-c", "9", "--r", "1", "--lmul", "4"],
+        ["--block-r", "7", "--block-c", "9", "--r", "2", "--lmul", "4"],
+    ],
+    ids=lambda t: "_".join(x.lstrip("-") for x in t),
+)
+@pytest.mark.parametrize("model", ["qwen2.5-0.5b", "llama-3.2-3b", "pythia-410m"])
+def test_fav_tunables(model: str, tun: list[str], vlen: int) -> None:
+    rec = check(["--kernel", "fa-v", "--model", model, "--n", "13", *tun], vlen)
+    assert rec["block_r"] == int(tun[1]) and rec["block_c"] == int(tun[3])
+
+
+@pytest.mark.parametrize("lmul", (1, 2, 4))
+@pytest.mark.parametrize("vlen", (128, 1024))
+def test_ggml_vec_lmul(vlen: int, lmul: int) -> None:
+    check(["--kernel", "ggml-vec", "--heads", "6", "--kv-heads", "2", "--head-dim", "40",
+           "--n", "9", "--lmul", str(lmul)], vlen)
+
+
+def test_longer_sequences() -> None:
+    """Several key blocks with the default 64x64 blocking, both regimes."""
+    for extra, vlen in ((["--lmul", "1"], 512), (["--lmul", "4"], 1024)):
+        check(["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "150", *extra], vlen)
+    check(["--kernel", "fa-v", "--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "700",
+           "--lmul", "4"], 1024)
+
+
+def test_seed_changes_inputs_not_correctness() -> None:
+    a = check(["--kernel", "fa-v", "--model", "pythia-410m", "--n", "8", "--seed", "1"])
+    b = check(["--kernel", "fa-v", "--model", "pythia-410m", "--n", "8", "--seed", "7"])
+    assert a["max_abs_err"] != b["max_abs_err"]

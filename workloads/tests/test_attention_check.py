@@ -1,0 +1,184 @@
+"""Attention: independent numpy check of dumped outputs, the self-check's sensitivity
+(--test-perturb), argument errors, and the instruction content of the binaries."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import BUILD, qemu_run
+
+
+def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    """Softmax attention in float64, written independently of the C reference."""
+    n_q, heads, d = q.shape
+    n_kv, kv_heads, _ = k.shape
+    group = heads // kv_heads
+    kk = np.repeat(k, group, axis=1)  # [pos][head][D]
+    vv = np.repeat(v, group, axis=1)
+    s = np.einsum("ihd,jhd->hij", q, kk) / np.sqrt(d)
+    if causal:
+        offset = n_kv - n_q
+        mask = np.arange(n_kv)[None, :] > (np.arange(n_q)[:, None] + offset)
+        s = np.where(mask[None], -np.inf, s)
+    s -= s.max(axis=2, keepdims=True)
+    w = np.exp(s)
+    w /= w.sum(axis=2, keepdims=True)
+    return np.einsum("hij,jhd->ihd", w, vv)
+
+
+DUMP_CASES = [
+    ("ggml-scalar", ["--model", "qwen2.5-0.5b", "--n", "9"], 256),
+    ("ggml-scalar", ["--model", "llama-3.2-3b", "--phase", "decode", "--l", "33"], 256),
+    ("ggml-vec", ["--model", "tinyllama-1.1b", "--n", "10"], 128),
+    ("ggml-vec", ["--heads", "6", "--kv-heads", "3", "--head-dim", "20", "--n", "7"], 512),
+    ("fa-v", ["--model", "qwen2.5-1.5b", "--n", "11", "--block-r", "4", "--block-c", "3"], 256),
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "10", "--lmul", "4"], 1024),  # packed
+    ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "32", "--phase", "decode",
+              "--l", "45", "--lmul", "2"], 1024),  # packed, registers spanning kv heads
+    ("fa-v", ["--heads", "12", "--kv-heads", "2", "--head-dim", "16", "--n", "8",
+              "--lmul", "4", "--r", "2"], 512),
+]
+
+
+@pytest.mark.parametrize("kernel,args,vlen", DUMP_CASES)
+def test_dump_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int) -> None:
+    res = qemu_run("attention", ["--kernel", kernel, *args, "--dump", str(tmp_path)], vlen=vlen)
+    assert res.rc == 0, res.stderr
+    rec = res.record
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    sh = meta["shapes"]
+
+    def load(name: str) -> np.ndarray:
+        a = np.fromfile(tmp_path / f"{name}.bin", dtype="<f4")
+        assert a.size == int(np.prod(sh[name])), name
+        return a.reshape(sh[name]).astype(np.float64)
+
+    q, k, v, o = (load(x) for x in "qkvo")
+    assert q.shape == (meta["n_q"], rec["heads"], rec["head_dim"])
+    assert meta["causal"] == (rec["phase"] == "prefill")
+    assert np.all(np.abs(q) <= 1) and q.std() > 0.3  # uniform in [-1, 1]
+    ref = numpy_attention(q, k, v, meta["causal"])
+    err = np.abs(o - ref)
+    assert np.all(err <= 1e-5 + 1e-4 * np.abs(ref)), float(err.max())
+    # the binary's own statistics agree with ours
+    assert abs(float(err.max()) - rec["max_abs_err"]) <= 1e-7
+
+
+@pytest.mark.parametrize("kernel,vlen,extra", [
+    ("ggml-scalar", 256, []), ("ggml-vec", 256, []), ("fa-v", 256, []),
+    ("fa-v", 1024, ["--lmul", "4"]),
+])
+def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
+    res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
+                                 "--test-perturb", *extra], vlen=vlen)
+    assert res.rc == 1, res.stdout + res.stderr
+    rec = res.record
+    assert rec["pass"] is False and rec["n_bad"] >= 1 and rec["max_abs_err"] > 1e-2
+
+
+def test_perturb_scalar_binary() -> None:
+    res = qemu_run("attention-scalar", ["--kernel", "ggml-scalar", "--model", "pythia-410m",
+                                        "--phase", "decode", "--l", "9", "--test-perturb"])
+    assert res.rc == 1 and res.record["pass"] is False
+
+
+BASE = ["--model", "tinyllama-1.1b", "--n", "4"]
+BAD_ARGS = [
+    ("attention", ["--kernel", "flash", *BASE], "--kernel"),
+    ("attention", ["--kernel", "fa-v", "--model", "gpt-5", "--n", "4"], "--model"),
+    ("attention", ["--kernel", "fa-v", "--heads", "6", "--kv-heads", "4", "--head-dim", "16"],
+     "--kv-heads"),
+    ("attention", ["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "0"], "--n"),
+    ("attention", ["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--phase", "decode",
+                   "--n", "4"], "--n"),
+    ("attention", ["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--l", "4"], "--l"),
+    ("attention", ["--kernel", "fa-v", "--model"], "--model"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--bogus", "1"], "--bogus"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--precision", "fp16"], "--precision"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--precision", "bf16"], "--precision"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--lmul", "3"], "--lmul"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--lmul", "8"], "--lmul"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--unroll", "0"], "--unroll"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--block-r", "x"], "--block-r"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--roi", "gem5"], "--roi"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--heads", "4"], "--model"),
+    ("attention", ["--kernel", "fa-v", "--heads", "4", "--n", "4"], "--model"),
+    ("attention", [*BASE], "--kernel"),
+    ("attention-scalar", ["--kernel", "fa-v", *BASE], "--kernel"),
+    ("attention-scalar", ["--kernel", "ggml-vec", *BASE], "--kernel"),
+    ("attention-scalar", ["--kernel", "ggml-scalar", *BASE, "--precision", "fp16"],
+     "--precision"),
+]
+
+
+@pytest.mark.parametrize("binary,args,name", BAD_ARGS)
+def test_bad_arguments(binary: str, args: list[str], name: str) -> None:
+    res = qemu_run(binary, args)
+    assert res.rc == 2, res.stdout + res.stderr
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    lines = [ln for ln in lines if not ln.startswith("vector version")]  # qemu's own notice
+    assert len(lines) == 1 and lines[0].startswith("error: ") and name in lines[0], lines
+
+
+def test_fp16_message_is_clear() -> None:
+    res = qemu_run("attention", ["--kernel", "fa-v", *BASE, "--precision", "fp16"])
+    assert "not supported in this build" in res.stderr
+
+
+def objdump(binary: str) -> str:
+    tool = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
+    if tool is None:
+        pytest.fail("llvm-objdump-19 not found: run `make setup`")
+    out = subprocess.run([tool, "-d", "--mattr=+v", str(BUILD / binary)],
+                         capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def functions(dis: str) -> dict[str, list[str]]:
+    funcs: dict[str, list[str]] = {}
+    cur: list[str] = []
+    for line in dis.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if m:
+            cur = funcs.setdefault(m.group(1), [])
+        elif "\t" in line:
+            parts = line.split("\t")  # "addr: bytes", mnemonic, operands
+            if len(parts) >= 2:
+                cur.append(" ".join(parts[1:]).strip())
+    return funcs
+
+
+VECTOR_INSN = re.compile(r"^(vset|v[a-z0-9]+\.[vxfwims]|vl[0-9]|vs[0-9])")
+
+
+def test_scalar_binary_has_no_vector_instructions() -> None:
+    dis = objdump("attention-scalar")
+    insns = [i for body in functions(dis).values() for i in body]
+    assert len(insns) > 1000  # the disassembly really is there
+    bad = [i for i in insns if VECTOR_INSN.match(i)]
+    assert not bad, bad[:10]
+    # and the detector does find them in the vector build
+    vec = [i for body in functions(objdump("attention")).values() for i in body]
+    assert any(VECTOR_INSN.match(i) for i in vec)
+
+
+def test_kernels_avoid_gem5_trouble() -> None:
+    """No vsetivli, segment loads/stores, vcompress or LMUL=8 in the kernel code."""
+    funcs = functions(objdump("attention"))
+    kernels = [f for f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar") if f in funcs]
+    assert "attn_fa_v" in kernels and "attn_ggml_vec" in kernels
+    bad_re = re.compile(r"^(vsetivli|vlseg|vsseg|vlsseg|vssseg|vluxseg|vloxseg|vsuxseg|vsoxseg"
+                        r"|vcompress)|\bm8\b")
+    for f in kernels:
+        bad = [i for i in funcs[f] if bad_re.search(i)]
+        assert not bad, (f, bad[:5])
+    assert any(i.startswith("vfredusum") for i in funcs["attn_fa_v"])
+    assert any(i.startswith("vslideup") for i in funcs["attn_fa_v"])
+    assert any(i.startswith("vrgather") for i in funcs["attn_fa_v"])
