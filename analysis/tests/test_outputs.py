@@ -1,0 +1,112 @@
+"""Tables in three formats, figures, and the HTML report rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import plots, tables
+from analysis.collect import collect
+from analysis.report import make_report
+
+CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(c)), None)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+def test_markdown_and_latex_format() -> None:
+    t = pd.DataFrame({"kernel": ["fa-v", "ggml_vec"], "vlen": [512, 1024],
+                      "speedup": [24.123456, float("nan")]})
+    md = tables.to_markdown(t).splitlines()
+    assert md[0] == "| kernel | vlen | speedup |"
+    assert md[1] == "|---|---|---|"
+    assert md[2] == "| fa-v | 512 | 24.1 |"
+    assert md[3] == "| ggml_vec | 1024 |  |"
+    tex = tables.to_latex(t)
+    assert tex.startswith("\\begin{tabular}{lrr}")
+    assert "ggml\\_vec & 1024 &  \\\\" in tex
+    assert "\\toprule" in tex and tex.rstrip().endswith("\\end{tabular}")
+    assert tables.to_markdown(pd.DataFrame()) == "_no data_\n"
+
+
+def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
+    df = collect(sweep).df
+    paths = tables.write_all(df, tmp_path / "t")
+    assert len(paths) == 15
+    sp = pd.read_csv(tmp_path / "t" / "speedup.csv")
+    row = sp[sp["id"] == "fav-1024-16"].iloc[0]
+    assert row["speedup_vs_ggml-scalar"] == pytest.approx(40.0)
+    md = (tmp_path / "t" / "speedup.md").read_text()
+    assert "| fav-1024-16 | 40 | 8 |" in md
+    tex = (tmp_path / "t" / "q8_breakdown.tex").read_text()
+    assert "q8-packed" in tex and "busyCycles" in tex
+
+
+def test_plots_written(sweep: Path, tmp_path: Path) -> None:
+    made, notes = plots.make_all(collect(sweep).df, tmp_path / "f")
+    assert notes == []
+    assert set(made) == set(plots.FIGURES)
+    for paths in made.values():
+        exts = {p.suffix for p in paths}
+        assert exts == {".png", ".pdf"}
+        for p in paths:
+            assert p.stat().st_size > 1000
+            head = p.read_bytes()[:8]
+            assert head.startswith(b"\x89PNG") if p.suffix == ".png" else head.startswith(
+                b"%PDF")
+
+
+def test_plots_skip_without_data(tmp_path: Path) -> None:
+    df = pd.DataFrame({"id": ["a"], "status": ["gem5-error"], "usable": [False]})
+    made, notes = plots.make_all(df, tmp_path / "f")
+    assert made == {} and len(notes) == len(plots.FIGURES)
+    assert all("no data" in n or "no " in n for n in notes)
+
+
+def test_report_self_contained(sweep: Path) -> None:
+    out, notes = make_report(sweep)
+    html = out.read_text()
+    assert "<h2>Run status</h2>" in html and "gem5-error" in html
+    assert "panic: unknown instruction" in html
+    assert "Provenance" in html and "not recorded" in html
+    assert "src='http" not in html and 'src="http' not in html
+    imgs = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    assert len(imgs) == 4
+    for b in imgs:
+        assert base64.b64decode(b).startswith(b"\x89PNG")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium;"
+                                             " listed in make setup)")
+def test_report_renders_in_headless_chromium(sweep: Path, tmp_path: Path) -> None:
+    out, _ = make_report(sweep)
+    html = out.read_text()
+    # Count the images that decoded (naturalWidth > 0) once the page has loaded.
+    probe = ("<script>window.addEventListener('load',function(){var n=0,t=0;"
+             "document.querySelectorAll('img').forEach(function(i){t++;"
+             "if(i.complete&&i.naturalWidth>0)n++;});"
+             "document.body.setAttribute('data-imgs-ok',n+'/'+t);});</script>")
+    probed = tmp_path / "probe.html"
+    probed.write_text(html.replace("</body>", probe + "</body>"))
+    shot = tmp_path / "report.png"
+    with tempfile.TemporaryDirectory() as prof:
+        base = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={prof}"]
+        dom = subprocess.run([*base, "--virtual-time-budget=5000", "--dump-dom",
+                              probed.as_uri()], capture_output=True, text=True, timeout=120)
+        assert dom.returncode == 0, dom.stderr[-500:]
+        m = re.search(r'data-imgs-ok="(\d+)/(\d+)"', dom.stdout)
+        assert m, "probe script did not run"
+        assert m.group(1) == m.group(2) == "4"
+        subprocess.run([*base, f"--screenshot={shot}", "--window-size=1200,3000",
+                        out.as_uri()], capture_output=True, timeout=120, check=True)
+    assert shot.exists() and shot.read_bytes().startswith(b"\x89PNG")
+    assert shot.stat().st_size > 20_000  # a blank page is a few kB
