@@ -182,3 +182,65 @@ def test_kernels_avoid_gem5_trouble() -> None:
     assert any(i.startswith("vfredusum") for i in funcs["attn_fa_v"])
     assert any(i.startswith("vslideup") for i in funcs["attn_fa_v"])
     assert any(i.startswith("vrgather") for i in funcs["attn_fa_v"])
+
+
+def main_listing(binary: str) -> list[tuple[int, str]]:
+    """main's instructions as (address, 'mnemonic operands')."""
+    out, inside = [], False
+    for line in objdump(binary).splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if m:
+            inside = m.group(1) == "main"
+            continue
+        parts = line.split("\t")
+        addr = re.match(r"^\s*([0-9a-f]+):", parts[0])
+        if inside and addr and len(parts) >= 2:
+            out.append((int(addr.group(1), 16), " ".join(parts[1:]).strip()))
+    return out
+
+
+def calls_inside_roi(listing: list[tuple[int, str]]) -> set[str]:
+    """Walk main's control flow from each roi_begin call to roi_end; collect the callees."""
+    index = {addr: k for k, (addr, _) in enumerate(listing)}
+    found: set[str] = set()
+    starts = [k + 1 for k, (_, ins) in enumerate(listing) if ins.endswith("<roi_begin>")]
+    seen: set[int] = set()
+    todo = list(starts)
+    while todo:
+        k = todo.pop()
+        if k in seen or k >= len(listing):
+            continue
+        seen.add(k)
+        ins = listing[k][1]
+        mnem = ins.split()[0]
+        target = re.search(r"0x([0-9a-f]+) <", ins)
+        if ins.endswith("<roi_end>"):
+            continue
+        if mnem in ("jal", "call") and not re.search(r"<main\+", ins):
+            found.add(ins.rsplit("<", 1)[1].rstrip(">"))
+            todo.append(k + 1)
+        elif mnem in ("j", "jal") and target:
+            todo.append(index[int(target.group(1), 16)])
+        elif mnem.startswith("b") and target:  # conditional branch
+            todo += [index[int(target.group(1), 16)], k + 1]
+        elif mnem in ("ret", "jr", "jalr"):
+            continue
+        else:
+            todo.append(k + 1)
+    return found
+
+
+@pytest.mark.parametrize("binary", ["attention", "attention-scalar"])
+def test_roi_wraps_only_the_kernel(binary: str) -> None:
+    """Every path from roi_begin to roi_end in main calls nothing but a kernel."""
+    inside = calls_inside_roi(main_listing(binary))
+    kernels = {"attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar"}
+    assert inside and inside <= kernels, inside
+    assert ("attn_fa_v" in inside) == (binary == "attention")
+
+
+def test_roi_m5_emits_m5ops() -> None:
+    """m5ops trap outside gem5: --roi m5 must reach one (SIGILL), --roi none must not."""
+    args = ["--kernel", "fa-v", "--model", "pythia-410m", "--n", "4"]
+    assert qemu_run("attention", [*args, "--roi", "none"]).rc == 0
+    assert qemu_run("attention", [*args, "--roi", "m5"]).rc == -4  # SIGILL

@@ -155,23 +155,26 @@ int main(int argc, char **argv) {
                       .q = q, .k = k, .v = v, .o = o};
 
     const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
-    int vlmax = 0, pack = 1;
+    int vlmax = 0, pack = 1, step = 1; /* step: heads processed per inner iteration */
+    const int kid = strcmp(kernel, "fa-v") == 0 ? 2 : strcmp(kernel, "ggml-vec") == 0 ? 1 : 0;
 #if VLSCALE_VECTOR
     fav_ctx fc;
-    const int is_fav = strcmp(kernel, "fa-v") == 0;
-    if (is_fav) {
+    if (kid == 2) {
         if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
         regime = fc.packed ? "packed" : "blocked";
         vlmax = fc.vlmax;
         pack = fc.pack;
+        step = fc.packed ? fc.pack * fc.t.r : t.unroll; /* packed: U = (VLMAX / D) * R */
     }
+    /* the region of interest holds the kernel call and nothing else */
     roi_begin(roi);
-    if (is_fav) attn_fa_v(&fc);
-    else if (strcmp(kernel, "ggml-vec") == 0) attn_ggml_vec(&p, &t);
+    if (kid == 2) attn_fa_v(&fc);
+    else if (kid == 1) attn_ggml_vec(&p, &t);
     else attn_ggml_scalar(&p);
     roi_end(roi);
-    if (is_fav) fav_release(&fc);
+    if (kid == 2) fav_release(&fc);
 #else
+    (void)kid;
     roi_begin(roi);
     attn_ggml_scalar(&p);
     roi_end(roi);
@@ -215,6 +218,7 @@ int main(int argc, char **argv) {
     json_str("regime", regime);
     json_int("vlmax", vlmax);
     json_int("pack", pack);
+    json_int("heads_per_step", step);
     json_num("max_abs_err", e.max_abs);
     json_num("max_rel_err", e.max_rel);
     json_int("n_bad", (long)e.n_bad);
