@@ -25,7 +25,7 @@ from sweeps.results import (
     write_json_atomic,
     write_text_atomic,
 )
-from sweeps.spec import REPO, Spec, SpecError, load_spec
+from sweeps.spec import REPO, Spec, SpecError, _shown, load_spec
 
 DEFAULT_RESULTS = REPO / "results"
 
@@ -58,8 +58,7 @@ def git_rev() -> str | None:
 def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
                   ) -> tuple[Spec, Path, str, Plan]:
     spec, path, text = load_spec(spec_arg)
-    shown = str(path)
-    plan = build_plan(spec, shown, HashCache(results / ".sha256-cache.json"), require_inputs)
+    plan = build_plan(spec, _shown(path), HashCache(results / ".sha256-cache.json"), require_inputs)
     return spec, path, text, plan
 
 

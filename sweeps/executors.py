@@ -143,7 +143,7 @@ class LocalExecutor:
                 time.sleep(0.05)
             except KeyboardInterrupt:
                 break
-        for p, (d, _) in running.items():
+        for p in running:
             _killpg(p, signal.SIGKILL)
             p.wait()
         for d in [d for d, _ in running.values()]:

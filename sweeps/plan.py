@@ -219,75 +219,53 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
 
     resolved: dict[tuple[str, int, int], dict[str, Any]] = {}
     ident_sys: dict[tuple[str, int, int, bool], str] = {}
-    checked: set[tuple[str, int, int]] = set()
     roi = "m5" if spec.target == "gem5" else "none"
 
     for combo in itertools.product(*values):
-        point = dict(zip(names, combo))
+        point = dict(zip(names, combo, strict=True))
         kern = point["kernel"]
         phase = point.get("phase") if kern in ATTN_KERNELS else None
         if kern not in ATTN_KERNELS:
-            point.pop("phase", None)
-            point.pop("n", None)
-            point.pop("l", None)
-            point.pop("precision", None)
+            for k in ("phase", "n", "l", "precision"):
+                point.pop(k, None)
+        ua = None
         if spec.target == "gem5":
-            point["timing_model"] = None
-        used = used_axes(kern, phase)
-        system = None
-        sys_key = None
-        if spec.target == "gem5":
-            u, v, la = point["uarch"], point["vlen"], point["lanes"]
-            ua = uarchs[u]
-            point["timing_model"] = getattr(ua, "timing_model", None)
+            ua = uarchs[point["uarch"]]
+            point["timing_model"] = ua.timing_model
         if spec.exclude and any(_matches(point, f) for f in spec.exclude):
             continue
         if spec.include_only and not any(_matches(point, f) for f in spec.include_only):
             continue
-        if spec.target == "gem5":
-            if (u, v, la) not in checked:
-                why = ua.allows(v, la)
-                if why:
-                    raise SpecError(f"{shown}: axes.vlen: VLEN {v} with {la} lanes not allowed "
-                                    f"by uarch {u}: {why} (exclude it or pick another uarch)")
-                checked.add((u, v, la))
-            system = resolved.get((u, v, la))
-            if system is None:
-                from sweeps import uarch as uarch_mod
-
-                try:
-                    system = uarch_mod.resolve(ua, v, la)
-                except uarch_mod.UarchError as e:
-                    raise SpecError(f"{shown}: axes.uarch: {u}: {e}") from None
-                resolved[(u, v, la)] = system
-                if point["timing_model"] is None:
-                    point["timing_model"] = system.get("timing_model")
-            point["timing_model"] = system.get("timing_model", point["timing_model"])
-            scalar = kern in SCALAR_KERNELS
-            lanes_ignored = bool(getattr(ua, "ignores_lanes", False))
-            sys_key = (u, v, la, scalar)
-            if sys_key not in ident_sys:
-                ident_sys[sys_key] = canonical(_identity_system(system, scalar, lanes_ignored))
-            if scalar:
-                used -= {"uarch", "timing_model"}
-            else:
-                used |= {"uarch", "timing_model"}
+        used = used_axes(kern, phase)
+        system = None
+        sys_ident = "null"
+        qemu_vlen = None
+        scalar = kern in SCALAR_KERNELS
+        if ua is not None:
+            u, v, la = point["uarch"], point["vlen"], point["lanes"]
+            system = _resolve(ua, u, v, la, resolved, shown)
+            lanes_ignored = bool(ua.ignores_lanes)
+            key = (u, v, la, scalar)
+            if key not in ident_sys:
+                ident_sys[key] = canonical(_identity_system(system, scalar, lanes_ignored))
+            sys_ident = ident_sys[key]
+            used |= {"uarch"}
+            if not scalar:
+                used |= {"timing_model"}
                 if lanes_ignored:
                     used.discard("lanes")
+        else:
+            qemu_vlen = qemu_min_vlen if scalar else point["vlen"]
         axes = {k: (point.get(k) if k in used else None) for k in
                 ("uarch", "vlen", "lanes", "timing_model", *AXIS_NAMES)}
-        if spec.target == "gem5" and kern in SCALAR_KERNELS:
-            axes["uarch"] = point["uarch"]  # the machine around the core still matters
-        args = workload_args(point | {k: axes.get(k) for k in TUNABLES}, roi)
+        args = workload_args(axes, roi)
         binary = binary_for(kern)
-        qemu_vlen = None
-        if spec.target == "qemu":
-            qemu_vlen = point["vlen"] if kern not in SCALAR_KERNELS else qemu_min_vlen
         identity = (
             f'{{"args":{canonical(args)},"binary":"{binary}","gem5":"{gem5_sha}",'
-            f'"patches":"{patch_sha}","qemu_vlen":{json.dumps(qemu_vlen if kern not in SCALAR_KERNELS else None)},'
+            f'"patches":"{patch_sha}",'
+            f'"qemu_vlen":{json.dumps(None if scalar else qemu_vlen)},'
             f'"schema":{SCHEMA},"sha256":"{bin_sha[binary]}",'
-            f'"system":{ident_sys[sys_key] if sys_key else "null"},"target":"{spec.target}"}}'
+            f'"system":{sys_ident},"target":"{spec.target}"}}'
         )
         rid = hashlib.sha256(identity.encode()).hexdigest()[:ID_LEN]
         plan.points.append((point, rid))
@@ -312,6 +290,24 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
         raise SpecError(f"{shown}: exclude/include_only: the filters leave no point to run")
     hashes.save()
     return plan
+
+
+def _resolve(ua: Any, u: str, v: int, la: int,
+             cache: dict[tuple[str, int, int], dict[str, Any]], shown: str) -> dict[str, Any]:
+    system = cache.get((u, v, la))
+    if system is None:
+        from sweeps import uarch as uarch_mod
+
+        why = ua.allows(v, la)
+        if why:
+            raise SpecError(f"{shown}: axes.vlen: VLEN {v} with {la} lanes not allowed by "
+                            f"uarch {u}: {why} (exclude it or pick another uarch)")
+        try:
+            system = uarch_mod.resolve(ua, v, la)
+        except uarch_mod.UarchError as e:
+            raise SpecError(f"{shown}: axes.uarch: {u}: {e}") from None
+        cache[(u, v, la)] = system
+    return system
 
 
 def _identity_system(system: dict[str, Any], scalar: bool, lanes_ignored: bool) -> Any:

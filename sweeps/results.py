@@ -8,10 +8,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
-from collections import Counter
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 STATUSES = ("ok", "wrong-result", "gem5-error", "timeout", "killed", "missing-stats",
             "bad-args", "crashed")
@@ -21,11 +22,16 @@ OUTPUTS = ("stdout", "stderr", "simout", "simerr", "stats.txt", "config.ini", "c
            "result.json", "workload_exit.json", "gem5.log", "status.json")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
+def _tmp_name(path: str | os.PathLike[str]) -> str:
+    head, name = os.path.split(os.fspath(path))
+    return os.path.join(head, f".{name}.{os.getpid()}.tmp")
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
     """Write JSON to a temp file in the same folder, fsync, rename over `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _tmp_name(path)
     try:
-        with os.fdopen(fd, "w") as f:
+        with open(tmp, "w") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
             f.write("\n")
             f.flush()
@@ -39,24 +45,24 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         raise
 
 
-def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
+def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> None:
+    tmp = _tmp_name(path)
+    with open(tmp, "w") as f:
         f.write(text)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 
-def read_status(rundir: Path) -> dict[str, Any] | None:
+def read_status(rundir: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
-        with open(rundir / "status.json") as f:
+        with open(os.path.join(rundir, "status.json")) as f:
             st = json.load(f)
     except (OSError, ValueError):
         return None
     return st if isinstance(st, dict) and "status" in st else None
 
 
-def tail(path: Path, nbytes: int = 2000) -> str:
+def tail(path: str | os.PathLike[str], nbytes: int = 2000) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -108,6 +114,8 @@ def collect_statuses(runs_dir: Path, ids: list[str]) -> dict[str, dict[str, Any]
 def summary_table(statuses: dict[str, dict[str, Any] | None], out: TextIO,
                   max_failed: int = 25) -> int:
     """Print counts per status and the failed runs; returns the number not ok."""
+    from collections import Counter
+
     counts = Counter((st or {}).get("status", "missing") for st in statuses.values())
     width = max(len(s) for s in (*STATUSES, "missing"))
     out.write(f"{'status':<{width}}  runs\n")

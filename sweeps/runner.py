@@ -11,34 +11,36 @@ and a new driver) wait for each other; the second one finds status.json and does
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import fcntl
 import json
 import os
-import platform
 import signal
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from sweeps.results import OUTPUTS, read_status, tail, write_json_atomic
 
-REPO = Path(__file__).resolve().parents[1]
+# Imports are kept to the standard library's cheap modules (no pathlib, argparse, platform):
+# this process starts once per run, and its start-up time is the driver's overhead.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAIL = 2000
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
 
 
-def parse_result(path: Path) -> dict[str, Any] | None:
+def _p(*parts: str) -> str:
+    return os.path.join(*parts)
+
+
+def parse_result(path: str) -> dict[str, Any] | None:
     """The workload's JSON line: the last line of `path` that parses as a JSON object."""
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        with open(path, errors="replace") as f:
+            lines = f.read().splitlines()
     except OSError:
         return None
     for ln in reversed(lines):
@@ -60,51 +62,52 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def command(run: dict[str, Any], rundir: Path) -> tuple[list[str], Path, Path]:
+def command(run: dict[str, Any], rundir: str) -> tuple[list[str], str, str]:
     """argv, stdout file, stderr file for this run's target."""
     wl = run["workload"]
     if run["target"] == "qemu":
         vlen = int(run["qemu"]["vlen"])
         qemu = os.environ.get("QEMU") or "qemu-riscv64"
         cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
-        return ([qemu, "-cpu", cpu, wl["path"], *wl["args"]], rundir / "stdout",
-                rundir / "stderr")
+        return ([qemu, "-cpu", cpu, wl["path"], *wl["args"]], _p(rundir, "stdout"),
+                _p(rundir, "stderr"))
     gem5 = os.environ.get("GEM5")
     if not gem5:
         raise RuntimeError("GEM5 is not set (path to a patched gem5.opt)")
-    config = os.environ.get("VECSCALE_GEM5_CONFIG") or str(REPO / "configs" / "run.py")
-    return ([gem5, "-re", f"--outdir={rundir}", config, str(rundir / "run.json")],
-            rundir / "gem5.log", rundir / "gem5.log")
+    config = os.environ.get("VECSCALE_GEM5_CONFIG") or _p(REPO, "configs", "run.py")
+    log = _p(rundir, "gem5.log")
+    return [gem5, "-re", f"--outdir={rundir}", config, _p(rundir, "run.json")], log, log
 
 
 class Stop:
     signum: int | None = None
 
 
-def classify(run: dict[str, Any], rundir: Path, rc: int, why: str | None,
+def classify(run: dict[str, Any], rundir: str, rc: int, why: str | None,
              stop_cause: str = "") -> tuple[str, str, int | None]:
     """(status, cause, workload exit code) from what the target left behind."""
     gem5 = run["target"] == "gem5"
-    out = rundir / ("simout" if gem5 else "stdout")
+    out = _p(rundir, "simout" if gem5 else "stdout")
     result = parse_result(out)
     if result is not None:
-        write_json_atomic(rundir / "result.json", result)
+        write_json_atomic(_p(rundir, "result.json"), result)
     if why in ("timeout", "killed"):
         return why, stop_cause or why, None
     if gem5:
         try:
-            wexit = json.loads((rundir / "workload_exit.json").read_text())
+            with open(_p(rundir, "workload_exit.json")) as f:
+                wexit = json.load(f)
             code = int(wexit["exit_code"])
             wcause = str(wexit.get("cause", ""))
         except (OSError, ValueError, KeyError, TypeError):
             how = f"killed by {signal_name(-rc)}" if rc < 0 else f"exit code {rc}"
-            last = [ln for ln in tail(rundir / "simerr").splitlines() if ln.strip()]
+            last = [ln for ln in tail(_p(rundir, "simerr")).splitlines() if ln.strip()]
             hint = f": {last[-1].strip()[:200]}" if last else ""
             return "gem5-error", f"gem5 ended without workload_exit.json ({how}){hint}", None
         if code == 0:
-            stats = rundir / "stats.txt"
             try:
-                has_dump = "Begin Simulation Statistics" in stats.read_text(errors="replace")
+                with open(_p(rundir, "stats.txt"), errors="replace") as f:
+                    has_dump = "Begin Simulation Statistics" in f.read()
             except OSError:
                 return "missing-stats", "stats.txt was not written", code
             if not has_dump:
@@ -136,21 +139,22 @@ def _by_exit(code: int, result: dict[str, Any] | None, extra: str) -> tuple[str,
     return "crashed", f"exit code {code}{note}"
 
 
-def execute(rundir: Path, timeout: float | None, grace: float) -> int:
-    run_path = rundir / "run.json"
+def execute(rundir: str, timeout: float | None, grace: float) -> int:
+    run_path = _p(rundir, "run.json")
     try:
-        run = json.loads(run_path.read_text())
+        with open(run_path) as f:
+            run = json.load(f)
         run["workload"]["args"]  # noqa: B018
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"{run_path}: cannot read run description: {e}", file=sys.stderr)
         return 3
-    lock_fd = os.open(rundir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    lock_fd = os.open(_p(rundir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # waits for another runner of the same run
     if read_status(rundir) is not None:
         return 0  # finished by someone else meanwhile
     for name in OUTPUTS:
         try:
-            os.unlink(rundir / name)
+            os.unlink(_p(rundir, name))
         except FileNotFoundError:
             pass
     stop = Stop()
@@ -166,7 +170,7 @@ def execute(rundir: Path, timeout: float | None, grace: float) -> int:
     try:
         argv, out, err = command(run, rundir)
     except RuntimeError as e:
-        argv, out, err = [], rundir / "stderr", rundir / "stderr"
+        argv, out, err = [], _p(rundir, "stderr"), _p(rundir, "stderr")
         start_error = str(e)
     if argv:
         with open(out, "wb") as fo, open(err, "ab") if err == out else open(err, "wb") as fe:
@@ -178,7 +182,8 @@ def execute(rundir: Path, timeout: float | None, grace: float) -> int:
                 start_error = f"cannot start {argv[0]}: {e.strerror}"
     wall = time.monotonic() - t0
     if start_error is not None:
-        err.write_text(start_error + "\n")
+        with open(err, "w") as f:
+            f.write(start_error + "\n")
         status, cause, code = "crashed", start_error, None
     else:
         if why == "timeout":
@@ -188,29 +193,29 @@ def execute(rundir: Path, timeout: float | None, grace: float) -> int:
         if why and rc == -signal.SIGKILL:
             stop_cause += f", SIGKILL after {grace:g} s grace"
         status, cause, code = classify(run, rundir, rc, why, stop_cause)
-    err_file = rundir / ("simerr" if run["target"] == "gem5" else "stderr")
+    err_file = _p(rundir, "simerr" if run["target"] == "gem5" else "stderr")
     st = {
         "status": status,
         "cause": cause,
-        "stderr_tail": tail(err_file if err_file.exists() else err, TAIL),
+        "stderr_tail": tail(err_file if os.path.exists(err_file) else err, TAIL),
         "wall_s": round(wall, 3),
         "exit_code": code,
         "process_rc": rc,
         "target": run["target"],
-        "id": run.get("id", rundir.name),
+        "id": run.get("id", os.path.basename(rundir)),
         "provenance": {
             "vecscale_git": os.environ.get("VECSCALE_GIT"),
             "workload_sha256": run["workload"].get("sha256"),
             "gem5_sha256": run.get("gem5_sha256"),
             "patches_sha256": run.get("patches_sha256"),
-            "host": socket.gethostname(),
-            "python": platform.python_version(),
+            "host": os.uname().nodename,
+            "python": sys.version.split()[0],
             "slurm_job_id": _slurm_id(),
             "started": started,
             "finished": now(),
         },
     }
-    write_json_atomic(rundir / "status.json", st)
+    write_json_atomic(_p(rundir, "status.json"), st)
     os.close(lock_fd)
     return 0 if status == "ok" else 1
 
@@ -250,18 +255,33 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
+USAGE = "usage: python -m sweeps.runner RUNDIR [--timeout S] [--grace S]"
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sweeps.runner", description=__doc__)
-    ap.add_argument("rundir", type=Path)
-    ap.add_argument("--timeout", type=float, default=None, help="seconds; 0 = none")
-    ap.add_argument("--grace", type=float, default=30.0,
-                    help="seconds between SIGINT and SIGKILL")
-    a = ap.parse_args(argv)
-    if not (a.rundir / "run.json").is_file():
-        print(f"{a.rundir}/run.json: missing (expected a run folder made by the driver)",
+    args = list(sys.argv[1:] if argv is None else argv)
+    opts = {"--timeout": 0.0, "--grace": 30.0}
+    rundir = None
+    try:
+        while args:
+            a = args.pop(0)
+            if a in opts:
+                opts[a] = float(args.pop(0))
+            elif a.startswith("-") or rundir is not None:
+                raise ValueError(a)
+            else:
+                rundir = a
+    except (ValueError, IndexError):
+        print(USAGE, file=sys.stderr)
+        return 3
+    if rundir is None:
+        print(USAGE, file=sys.stderr)
+        return 3
+    if not os.path.isfile(_p(rundir, "run.json")):
+        print(f"{rundir}/run.json: missing (expected a run folder made by the driver)",
               file=sys.stderr)
         return 3
-    return execute(a.rundir.resolve(), a.timeout or None, a.grace)
+    return execute(os.path.abspath(rundir), opts["--timeout"] or None, opts["--grace"])
 
 
 if __name__ == "__main__":

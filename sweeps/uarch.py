@@ -77,25 +77,20 @@ VECTOR_MEM_CLASSES: frozenset[str] = frozenset(
     if c.startswith("Simd") and (c.endswith("Load") or c.endswith("Store"))
 )
 
-# Classes whose latency the paper's vl-scaled model stretches with VLEN: every vector
-# (Simd*) class that is not a memory access. Scalar Float*/Int* classes keep their base.
-VL_SCALED_CLASSES: frozenset[str] = frozenset(
-    c for c in GEM5_OP_CLASSES if c.startswith("Simd") and c not in VECTOR_MEM_CLASSES
-)
-
-# Class groups of the lane-occupancy model and the default op class -> group mapping.
-LANE_GROUPS: tuple[str, ...] = (
-    "arith", "mul", "fma", "div", "reduce", "permute", "mem", "config",
-)  # fmt: skip
+# Class groups of the lane-occupancy model and the default op class -> group mapping. The
+# classes are exactly those the gem5 patch times (VecTiming::unitOf in gem5-patches/0003):
+# vector arithmetic, reductions and SimdMisc (RISC-V slides, gathers, merges, moves go to
+# the slide unit). Vector memory ops keep gem5's LSQ timing and SimdConfig (vset*vl*) its
+# op_latency, so neither has a group.
+LANE_GROUPS: tuple[str, ...] = ("arith", "mul", "fma", "div", "reduce", "permute")
 
 DEFAULT_LANE_GROUPS: dict[str, str] = {
-    **{c: "mem" for c in sorted(VECTOR_MEM_CLASSES)},
     **{
         c: "arith"
         for c in (
-            "SimdAdd", "SimdAddAcc", "SimdAlu", "SimdCmp", "SimdCvt", "SimdMisc",
-            "SimdShift", "SimdShiftAcc", "SimdFloatAdd", "SimdFloatAlu", "SimdFloatCmp",
-            "SimdFloatCvt", "SimdFloatMisc", "SimdPredAlu",
+            "SimdAdd", "SimdAddAcc", "SimdAlu", "SimdCmp", "SimdCvt", "SimdShift",
+            "SimdShiftAcc", "SimdExt", "SimdPredAlu", "SimdFloatAdd", "SimdFloatAlu",
+            "SimdFloatCmp", "SimdFloatCvt", "SimdFloatMisc", "SimdFloatExt",
         )
     },
     **{c: "mul" for c in ("SimdMult", "SimdFloatMult")},
@@ -111,9 +106,17 @@ DEFAULT_LANE_GROUPS: dict[str, str] = {
             "SimdFloatReduceCmp",
         )
     },
-    **{c: "permute" for c in ("SimdExt", "SimdFloatExt")},
-    "SimdConfig": "config",
+    "SimdMisc": "permute",
 }  # fmt: skip
+
+# Classes whose latency the paper's vl-scaled model stretches with VLEN: the vector
+# arithmetic classes above (when op_latency gives them a base). Scalar Float*/Int* classes,
+# vector memory ops and SimdConfig keep their latency.
+VL_SCALED_CLASSES: frozenset[str] = frozenset(DEFAULT_LANE_GROUPS)
+
+# The only vector memory rate the gem5 side models: one 64-byte cache-line fragment per
+# cycle, the Minor LSQ's rate (configs/run.py rejects anything else).
+MEM_BYTES_PER_CYCLE = 64
 
 # DRAM interfaces that gem5 v24's stdlib wraps as single-channel memories
 # (src/python/gem5/components/memory/single_channel.py). configs/run.py has to map a type to
@@ -246,7 +249,10 @@ class LanesModel(_Strict):
     )
     reduce_per_level: StrictInt = Field(ge=0, description="cycles per level of the lane tree")
     permute_per_lane_hop: StrictInt = Field(ge=0, description="cycles per cross-lane hop")
-    mem_bytes_per_cycle: StrictInt = Field(ge=1, description="vector memory bytes per cycle")
+    mem_bytes_per_cycle: StrictInt = Field(
+        description=f"vector memory bytes per cycle; only {MEM_BYTES_PER_CYCLE} (one cache "
+        "line per cycle, the Minor LSQ's rate) is modelled"
+    )
     groups: dict[StrictStr, StrictStr] = Field(
         default_factory=dict,
         description="op class -> group overrides of the built-in mapping",
@@ -264,8 +270,19 @@ class LanesModel(_Strict):
         if missing:
             raise ValueError(f"[{missing[0]}] missing class group")
         for g, cycles in v.items():
-            if cycles < 0:
-                raise ValueError(f"[{g}] {cycles} must be >= 0")
+            if cycles < 1:
+                # The patch treats a startup of 0 as "not timed by the lanes model".
+                raise ValueError(f"[{g}] {cycles} must be >= 1")
+        return v
+
+    @field_validator("mem_bytes_per_cycle")
+    @classmethod
+    def _mem_rate(cls, v: int) -> int:
+        if v != MEM_BYTES_PER_CYCLE:
+            raise ValueError(
+                f"{v}: only {MEM_BYTES_PER_CYCLE} (one cache line per cycle, the Minor LSQ's "
+                "rate) is modelled by the gem5 side"
+            )
         return v
 
     @field_validator("groups")
@@ -274,6 +291,11 @@ class LanesModel(_Strict):
         for op, group in v.items():
             if op not in GEM5_OP_CLASSES:
                 raise ValueError(f"[{op}] not a gem5 v24 OpClass name")
+            if op not in DEFAULT_LANE_GROUPS:
+                raise ValueError(
+                    f"[{op}] not a class the lanes model times (vector arithmetic, "
+                    "reductions, SimdMisc)"
+                )
             if group not in LANE_GROUPS:
                 raise ValueError(
                     f"[{op}] unknown class group {group!r} (expected: {', '.join(LANE_GROUPS)})"

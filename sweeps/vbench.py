@@ -1,0 +1,179 @@
+"""Timing microbenchmark: what each vector timing model predicts, and what gem5 measures.
+
+`python -m sweeps.vbench table [-j N] [--out DIR]` runs workloads/build/vbench in gem5 over
+VLEN {512..8192} x lanes {8..64} x the shipped uarchs x ops x {chain, indep} x vl {max, half}
+and writes configs/data/vbench.csv (+ .md): measured cycles per instruction (ROI cycles /
+instructions) beside the model's prediction. Needs GEM5 (a patched build).
+
+Predictions (one micro-op per instruction at e32/m1, see gem5-patches/README.md):
+  latency L:  fixed      L = lat[class]                      (stock 6 when unlisted)
+              vl-scaled  L = lat[class] + max(0, ceil(VLEN / (lanes*64)) - 1)
+              lanes      L = startup[group] + occ (+ log2(lanes) for reductions/slides)
+              with occ = ceil(vl * 32 / (lanes * 64))
+  chain CPI = L;  indep CPI = max(1, L / 8) for pipelined models, max(1, occ, L / 8) for lanes
+  (8 independent destinations per round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from sweeps.uarch import load_uarch, resolve
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "configs" / "data"
+UARCHS = ("paper-fixed", "paper-vl-scaled", "vitruvius-plus")
+VLENS = (512, 1024, 2048, 4096, 8192)
+LANES = (8, 16, 32, 64)
+OPS = {
+    "vfadd": "SimdFloatAdd",
+    "vfmacc": "SimdFloatMultAcc",
+    "vfredusum": "SimdFloatReduceAdd",
+    "vslideup": "SimdMisc",
+    "vle32": "SimdUnitStrideLoad",
+    "vse32": "SimdUnitStrideStore",
+}
+ARITH = ("vfadd", "vfmacc", "vfredusum", "vslideup")
+STOCK_LAT = 6
+INDEP_REGS = 8
+ITERS = 200
+INSTS_PER_ITER = 32
+
+
+def active_elems(vlen: int, vl: str) -> int:
+    vlmax = vlen // 32
+    return vlmax if vl == "max" else max(1, vlmax // 2)
+
+
+def predicted_latency(system: dict[str, Any], op: str, vl: str) -> int:
+    cls = OPS[op]
+    base = int(system["op_latency"].get(cls, STOCK_LAT))
+    lanes = int(system.get("lanes") or 1)
+    lane_bits = int(system.get("lane_bits") or 64)
+    model = system["timing_model"]
+    if model == "fixed":
+        return base
+    if model == "vl-scaled":
+        return base + max(0, math.ceil(system["vlen"] / (lanes * lane_bits)) - 1)
+    lm = system["lanes_model"]
+    occ = math.ceil(active_elems(system["vlen"], vl) * 32 / (lanes * lane_bits))
+    lat = int(lm["startup"][lm["groups"][cls]]) + occ
+    if cls.startswith("SimdFloatReduce") or cls.startswith("SimdReduce"):
+        lat += int(lm["reduce_per_level"]) * int(math.log2(lanes))
+    if cls == "SimdMisc":
+        lat += int(lm["permute_per_lane_hop"]) * int(math.log2(lanes))
+    return lat
+
+
+def predicted_cpi(system: dict[str, Any], op: str, dep: str, vl: str) -> float:
+    lat = predicted_latency(system, op, vl)
+    if dep == "chain":
+        return float(lat)
+    floor = 1.0
+    if system["timing_model"] == "lanes":
+        lanes = int(system.get("lanes") or 1)
+        floor = max(floor, math.ceil(active_elems(system["vlen"], vl) * 32 / (lanes * 64)))
+    return max(floor, lat / INDEP_REGS)
+
+
+def points(uarchs=UARCHS, vlens=VLENS, lanes=LANES, ops=tuple(OPS)) -> list[dict[str, Any]]:
+    out = []
+    for u in uarchs:
+        ua = load_uarch(u)
+        for v in vlens:
+            for la in (lanes if not ua.ignores_lanes else (lanes[0],)):
+                system = resolve(ua, v, la)
+                for op in ops:
+                    for dep in ("chain", "indep") if op in ARITH else ("indep",):
+                        for vl in ("max", "half"):
+                            out.append({"uarch": u, "vlen": v, "lanes": la, "op": op,
+                                        "dep": dep, "vl": vl, "system": system})
+    return out
+
+
+def run_point(gem5: str, point: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """Simulate one point; returns the table row (measured and predicted CPI)."""
+    from analysis.stats import roi_dump
+
+    name = "{uarch}-{vlen}-{lanes}-{op}-{dep}-{vl}".format(**point)
+    rundir = workdir / name
+    rundir.mkdir(parents=True, exist_ok=True)
+    args = ["--op", point["op"], "--dep", point["dep"], "--vl", point["vl"],
+            "--iters", str(ITERS), "--roi", "m5"]
+    run = {"schema": 1, "target": "gem5", "system": point["system"],
+           "workload": {"binary": str(REPO / "workloads" / "build" / "vbench"), "args": args},
+           "roi_dump": 1}
+    (rundir / "run.json").write_text(json.dumps(run, indent=1))
+    proc = subprocess.run(
+        [gem5, "-re", f"--outdir={rundir}", str(REPO / "configs" / "run.py"),
+         str(rundir / "run.json")],
+        capture_output=True, text=True,
+    )
+    exit_file = rundir / "workload_exit.json"
+    if proc.returncode != 0 or not exit_file.is_file():
+        tail = (rundir / "simerr").read_text()[-400:] if (rundir / "simerr").is_file() else ""
+        raise RuntimeError(f"{name}: gem5 failed (rc {proc.returncode}): {tail}")
+    if json.loads(exit_file.read_text())["exit_code"] != 0:
+        raise RuntimeError(f"{name}: vbench self-check failed (see {rundir}/simout)")
+    dump = roi_dump(rundir / "stats.txt", 1)
+    cycles = dump.get("system.cpu.numCycles")
+    insts = ITERS * INSTS_PER_ITER
+    row = {k: point[k] for k in ("uarch", "vlen", "lanes", "op", "dep", "vl")}
+    row["timing_model"] = point["system"]["timing_model"]
+    row["cycles"] = int(cycles)
+    row["cpi"] = round(cycles / insts, 4)
+    row["predicted_cpi"] = round(predicted_cpi(point["system"], point["op"], point["dep"],
+                                               point["vl"]), 4)
+    row["host_seconds"] = dump.get("hostSeconds")
+    return row
+
+
+def write_table(rows: list[dict[str, Any]], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = sorted(rows, key=lambda r: (r["uarch"], r["op"], r["dep"], r["vl"], r["vlen"],
+                                       r["lanes"]))
+    cols = list(rows[0])
+    with open(out / "vbench.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    (out / "vbench.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sweeps.vbench")
+    ap.add_argument("verb", choices=["table"])
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", type=Path, default=DATA)
+    ns = ap.parse_args(argv)
+    gem5 = os.environ.get("GEM5")
+    if not gem5:
+        print("error: GEM5 is not set (path to a patched gem5.opt)", file=sys.stderr)
+        return 2
+    pts = points()
+    with tempfile.TemporaryDirectory(prefix="vbench-") as tmp, \
+            ThreadPoolExecutor(max_workers=ns.j) as pool:
+        try:
+            rows = list(pool.map(lambda p: run_point(gem5, p, Path(tmp)), pts))
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+    write_table(rows, ns.out)
+    print(f"wrote {ns.out / 'vbench.csv'} ({len(rows)} points)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
