@@ -1,0 +1,98 @@
+"""Parser benchmark (not a test): `make bench-analysis` or `python -m analysis.bench`.
+
+Builds N stats.txt files (default 10,000) by replicating the real ones under
+analysis/tests/data/real/ (or, while there are none, the realistic test file) into a
+temporary folder, then times, in the same run and on the same files:
+
+- ours: analysis.stats (block split + str.find lookups) extracting the metrics that
+  collect uses from the ROI dump;
+- baseline: a straightforward parser that applies a regex to every line of the file,
+  builds a dict per dump, and takes the same metrics from the ROI dump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .collect import _stats_metrics
+from .stats import read_text
+
+DATA = Path(__file__).parent / "tests" / "data"
+LINE = re.compile(r"^(\S+)\s+(\S+)")
+BEGIN_RE = re.compile(r"^-+ Begin Simulation Statistics")
+END_RE = re.compile(r"^-+ End Simulation Statistics")
+CPU = "system.cpu"
+
+
+def sources() -> list[Path]:
+    real = sorted(p for p in (DATA / "real").glob("*") if p.is_file()
+                  and not p.name.startswith(".") and p.suffix != ".md")
+    return real or [DATA / "minor_rvv_two_dumps.txt"]
+
+
+def regex_parse(path: Path, roi: int = 1) -> dict[str, float]:
+    dumps: list[dict[str, str]] = []
+    cur: dict[str, str] | None = None
+    with open(path, encoding="latin-1") as f:
+        for line in f:
+            if BEGIN_RE.match(line):
+                cur = {}
+                continue
+            if END_RE.match(line):
+                if cur is not None:
+                    dumps.append(cur)
+                cur = None
+                continue
+            m = LINE.match(line)
+            if m and cur is not None:
+                cur[m.group(1)] = m.group(2)
+    d = dumps[roi - 1]
+    out = {k: float(d.get(k, 0)) for k in (f"{CPU}.numCycles", "simTicks", "simFreq",
+                                            f"{CPU}.commitStats0.numInsts",
+                                            f"{CPU}.commitStats0.numOps")}
+    pre = f"{CPU}.commitStats0.committedInstType::"
+    out.update({k: float(v) for k, v in d.items() if k.startswith(pre)})
+    pre = f"{CPU}.vecTiming."
+    out.update({k: float(v) for k, v in d.items() if k.startswith(pre)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m analysis.bench")
+    ap.add_argument("-n", type=int, default=10_000, help="number of stats.txt files")
+    args = ap.parse_args(argv)
+    src = sources()
+    tmp = Path(tempfile.mkdtemp(prefix="vecscale-bench-"))
+    try:
+        files = []
+        for i in range(args.n):
+            p = tmp / f"{i:05d}" / "stats.txt"
+            p.parent.mkdir()
+            shutil.copyfile(src[i % len(src)], p)
+            files.append(p)
+        size = sum(f.stat().st_size for f in files[: len(src)]) / len(src)
+        print(f"{args.n} files from {len(src)} source(s) ({', '.join(s.name for s in src)}), "
+              f"{size / 1024:.0f} KiB each")
+        t0 = time.perf_counter()
+        ours = [_stats_metrics(read_text(f), str(f), 1) for f in files]
+        t_ours = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        base = [regex_parse(f) for f in files]
+        t_base = time.perf_counter() - t0
+        assert ours[0]["cycles"] == base[0][f"{CPU}.numCycles"], "parsers disagree"
+        print(f"analysis.stats : {t_ours:7.2f} s  ({t_ours / args.n * 1e3:.2f} ms/file)")
+        print(f"regex per line : {t_base:7.2f} s  ({t_base / args.n * 1e3:.2f} ms/file)")
+        print(f"ratio          : {t_base / t_ours:7.1f}x faster")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
