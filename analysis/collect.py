@@ -119,24 +119,32 @@ def q8_bytes(rows: float, cols: float) -> float:
     return rows * blocks * Q8_BLOCK_BYTES + blocks * Q8_BLOCK_BYTES + rows * 4
 
 
+def _pick(key: str, *sources: dict[str, Any], default: Any = None) -> Any:
+    """The first value of key that is not None (axes hold None for unused axes)."""
+    for s in sources:
+        v = s.get(key)
+        if v is not None:
+            return v
+    return default
+
+
 def _shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, float]:
-    kernel = str(axes.get("kernel", result.get("kernel", "")))
+    kernel = str(_pick("kernel", axes, result, default=""))
     workload = str(result.get("workload") or ("q8" if kernel.startswith("q8") else "attention"))
-    precision = str(axes.get("precision", result.get("precision", "fp32")))
+    precision = str(_pick("precision", axes, result, default="fp32"))
     out: dict[str, float] = {}
     if workload == "q8":
-        rows, cols = _num(result.get("rows", axes.get("rows"))), _num(
-            result.get("cols", axes.get("cols")))
+        rows, cols = _num(_pick("rows", result, axes)), _num(_pick("cols", result, axes))
         out["flops"] = 2.0 * rows * cols
         out["bytes_min"] = q8_bytes(rows, cols)
         return out
-    model = load_models().get(str(axes.get("model", result.get("model", ""))), {})
-    heads = _num(result.get("heads", model.get("heads")))
-    kv = _num(result.get("kv_heads", model.get("kv_heads")))
-    d = _num(result.get("head_dim", model.get("head_dim")))
-    phase = str(axes.get("phase", result.get("phase", "")))
-    n = _num(result.get("n", axes.get("n")))
-    l_ = _num(result.get("l", axes.get("l")))
+    model = load_models().get(str(_pick("model", axes, result, default="")), {})
+    heads = _num(_pick("heads", result, model))
+    kv = _num(_pick("kv_heads", result, model))
+    d = _num(_pick("head_dim", result, model))
+    phase = str(_pick("phase", axes, result, default=""))
+    n = _num(_pick("n", result, axes))
+    l_ = _num(_pick("l", result, axes))
     out["flops"] = attention_flops(phase, heads, d, n, l_)
     out["bytes_min"] = attention_bytes(phase, heads, kv, d, n, l_,
                                        ELEM_BYTES.get(precision, math.nan))
@@ -215,7 +223,7 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
             row[k] = v
         else:
             row[k] = json.dumps(v, sort_keys=True)
-    lane_bits = _num(system.get("lane_bits", 64))
+    lane_bits = _num(_pick("lane_bits", system, default=64))
     row["lane_bits"] = lane_bits
     oplat = system.get("op_latency")
     row["op_latency"] = json.dumps(oplat, sort_keys=True) if isinstance(oplat, dict) else ""
@@ -226,14 +234,14 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     for k in ("max_abs_err", "max_rel_err"):
         row[k] = _num(result.get(k))
     row["pass"] = result.get("pass") if isinstance(result.get("pass"), bool) else None
-    kernel = str(axes.get("kernel", result.get("kernel", "")))
+    kernel = str(_pick("kernel", axes, result, default=""))
     row["workload"] = str(result.get("workload")
                           or ("q8" if kernel.startswith("q8") else "attention"))
     row.update(_shape_metrics(axes, result))
     stats_path = run_dir / "stats.txt"
     if row["target"] != "qemu" and (stats_path.exists() or row["status"] == "ok"):
         try:
-            roi = int(run.get("roi_dump", 1))
+            roi = int(_pick("roi_dump", run, default=1))
             row.update(_stats_metrics(read_text(stats_path), f"{rel}/stats.txt", roi))
         except StatsError as exc:
             if row["status"] == "ok":
@@ -244,9 +252,9 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     row["flop_per_cycle"] = row["flops"] / cycles if cycles and cycles > 0 else math.nan
     row["flop_per_byte"] = (row["flops"] / row["bytes_min"]
                             if row.get("bytes_min") else math.nan)
-    lanes = _num(axes.get("lanes", system.get("lanes")))
-    ebits = ELEM_BITS.get(str(axes.get("precision", "")), math.nan)
-    is_q8 = str(axes.get("kernel", "")).startswith("q8")
+    lanes = _num(_pick("lanes", axes, system))
+    ebits = ELEM_BITS.get(str(_pick("precision", axes, result, default="fp32")), math.nan)
+    is_q8 = row["workload"] == "q8"
     peak = lanes * lane_bits / ebits * 2 if not is_q8 else math.nan
     row["peak_flop_per_cycle"] = peak
     row["peak_share"] = row["flop_per_cycle"] / peak if peak and peak > 0 else math.nan

@@ -57,9 +57,12 @@ def _log2_x(ax: plt.Axes, vlens: list[float]) -> None:
 
 
 def _need(t: pd.DataFrame, cols: list[str], what: str) -> None:
+    if t.empty:
+        raise Skip(f"{what}: no data (no usable gem5 run with cycles; qemu and failed runs "
+                   "have none)")
     missing = [c for c in cols if c not in t.columns]
-    if t.empty or missing:
-        raise Skip(f"{what}: no data" + (f" (missing {', '.join(missing)})" if missing else ""))
+    if missing:
+        raise Skip(f"{what}: no data (no column {', '.join(missing)})")
 
 
 def _timing_models(t: pd.DataFrame) -> list[object]:

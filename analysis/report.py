@@ -129,7 +129,8 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
         parts.append(f"<p class='note'>Figure skipped: {esc(n)}</p>")
     titles = {"speedup": "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
               "vl_scaling": f"VL scaling vs the {tables.REF_VLEN}-bit point",
-              "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)"}
+              "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)",
+              "validation": "Workload self-checks (pass, max errors)"}
     for key, title in titles.items():
         parts += [f"<h2>{esc(title)}</h2>", _html_table(tabs[key])]
     parts.append("<h2>Provenance</h2><table>")

@@ -219,6 +219,17 @@ def status_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["runs", "status"], ascending=[False, True]).reset_index(drop=True)
 
 
+def validation_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The workloads' self-checks: pass and max errors, per run that reported them."""
+    cols = [c for c in ("id", "target", "status", "kernel", "model", "phase", "vlen", "pass",
+                        "max_abs_err", "max_rel_err") if c in df.columns]
+    if df.empty or "pass" not in df.columns:
+        return pd.DataFrame(columns=cols)
+    t = df[df["pass"].notna()][cols]
+    keys = [c for c in ("kernel", "model", "phase", "vlen") if c in t.columns]
+    return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
 def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Runs that are not usable, with status and cause (analysis errors included)."""
     if df.empty:
@@ -296,6 +307,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "speedup": speedup_table(df),
         "vl_scaling": vl_scaling_table(df),
         "q8_breakdown": q8_breakdown_table(df),
+        "validation": validation_table(df),
     }
 
 

@@ -164,7 +164,7 @@ def test_collect_errors_and_cli(tmp_path: Path, sweep: Path,
     assert main(["collect", str(sweep)]) == 0
     assert "14 runs" in capsys.readouterr().out
     assert main(["tables", str(sweep)]) == 0
-    for name in ("speedup", "vl_scaling", "q8_breakdown", "status", "failed"):
+    for name in ("speedup", "vl_scaling", "q8_breakdown", "status", "failed", "validation"):
         for ext in ("csv", "md", "tex"):
             assert (sweep / "tables" / f"{name}.{ext}").stat().st_size > 0
 
