@@ -1,0 +1,202 @@
+"""End-to-end tests of the driver: real driver, runner and executor processes."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sweeps.tests.conftest import ROOT, Fakes
+
+BUILD = ROOT / "workloads" / "build"
+
+
+def attn(**over: Any) -> dict[str, Any]:
+    axes: dict[str, Any] = {"vlen": [128], "kernel": ["fa-v"], "model": ["tinyllama-1.1b"],
+                            "phase": ["prefill"], "n": [4]}
+    axes.update(over)
+    return axes
+
+
+def by_seed(sts: dict[str, dict]) -> dict[tuple[int, bool], str]:
+    out = {}
+    for v in sts.values():
+        args = v["run"]["workload"]["args"]
+        out[(int(args[args.index("--seed") + 1]), "--test-perturb" in args)] = \
+            v["status"]["status"]
+    return out
+
+
+@pytest.mark.skipif(not (BUILD / "attention").exists() or not (BUILD / "q8").exists(),
+                    reason="workloads/build/attention missing: run `make workloads` first")
+@pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
+def test_qemu_ci_real_binaries(fakes: Fakes) -> None:
+    env = dict(fakes.env)
+    for k in ("VECSCALE_WORKLOADS", "QEMU"):
+        env.pop(k)
+    fakes.env = env
+    r = fakes.cli("run", "qemu-ci", "--results", str(fakes.results), "-j", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    sts = fakes.statuses("qemu-ci")
+    assert len(sts) == 13
+    for rid, v in sts.items():
+        st, run = v["status"], v["run"]
+        assert st["status"] == "ok", (rid, st)
+        res = json.loads((fakes.results / "qemu-ci" / "runs" / rid / "result.json").read_text())
+        assert res["pass"] is True and res["max_abs_err"] >= 0
+        assert res["kernel"] == run["axes"]["kernel"]
+        if run["axes"]["kernel"] not in ("ggml-scalar", "q8-scalar"):
+            assert res["vlen"] == run["qemu"]["vlen"] == run["axes"]["vlen"]
+        assert st["provenance"]["workload_sha256"] == run["workload"]["sha256"]
+    points = json.loads((fakes.results / "qemu-ci" / "points.json").read_text())
+    assert len(points) == 20 and {p["run"] for p in points} == set(sts)
+    mtimes = {p: p.stat().st_mtime_ns for p in (fakes.results / "qemu-ci").glob("runs/*/status.json")}
+    r = fakes.cli("run", "qemu-ci", "--results", str(fakes.results))
+    assert r.returncode == 0 and "13 already done, 0 to run" in r.stdout
+    assert mtimes == {p: p.stat().st_mtime_ns for p in mtimes}
+
+
+def test_fault_classification_and_retry(fakes: Fakes) -> None:
+    spec = fakes.spec("faults", axes=attn(seed=[1, 13, 14, 15], test_perturb=[False, True]))
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--timeout", "2",
+                  "--grace", "1", "-j", "2")
+    assert r.returncode == 1, r.stdout + r.stderr
+    got = by_seed(fakes.statuses("faults"))
+    assert got == {(1, False): "ok", (1, True): "wrong-result",
+                   (13, False): "crashed", (13, True): "crashed",
+                   (14, False): "timeout", (14, True): "timeout",
+                   (15, False): "bad-args", (15, True): "bad-args"}
+    sts = fakes.statuses("faults")
+    causes = {k: v["status"]["cause"] for k, v in sts.items()}
+    assert any("SIGSEGV" in c for c in causes.values())
+    assert any("timeout" in c for c in causes.values())
+    assert "wrong-result" in r.stdout and "timeout" in r.stdout  # summary table
+    n_calls = len(fakes.calls())
+    assert n_calls == 8
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--timeout", "2",
+                  "--grace", "1")
+    assert r.returncode == 1 and len(fakes.calls()) == 8  # nothing missing: nothing rerun
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--timeout", "2",
+                  "--grace", "1", "--retry-failed", "-j", "2")
+    assert r.returncode == 1 and len(fakes.calls()) == 8 + 7  # only the 7 failed ones
+    r = fakes.cli("status", str(spec), "--results", str(fakes.results))
+    assert r.returncode == 1 and "ok" in r.stdout and "crashed" in r.stdout
+
+
+def test_kill9_driver_then_resume(fakes: Fakes) -> None:
+    fakes.env["FAKE_SLEEP"] = "0.4"
+    spec = fakes.spec("resume", axes=attn(seed=list(range(1, 11))))
+    p = fakes.popen("run", str(spec), "--results", str(fakes.results), "-j", "2")
+    runs = fakes.results / "resume" / "runs"
+    deadline = time.monotonic() + 60
+    while len(list(runs.glob("*/status.json"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    before = {s: s.stat().st_mtime_ns for s in runs.glob("*/status.json")}
+    assert 3 <= len(before) < 10
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "-j", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = list(runs.glob("*/status.json"))
+    assert len(after) == 10
+    assert all(s.stat().st_mtime_ns == m for s, m in before.items())  # none lost or redone
+    seeds = sorted(int(c.split("--seed ")[1].split()[0]) for c in fakes.calls())
+    assert seeds == list(range(1, 11))  # every run executed exactly once
+
+
+def test_ctrl_c_marks_running_runs_killed(fakes: Fakes) -> None:
+    fakes.env["FAKE_SLEEP"] = "0.3"
+    spec = fakes.spec("intr", axes=attn(seed=[1, 2, 3, 14, 14 + 100]))
+    p = fakes.popen("run", str(spec), "--results", str(fakes.results), "-j", "2",
+                    "--grace", "1")
+    runs = fakes.results / "intr" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = list(runs.glob("*/status.json"))
+        if len(done) >= 1 and sum(1 for c in fakes.calls() if "--seed 14 " in c):
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    got = by_seed(fakes.statuses("intr"))
+    assert got[(14, False)] == "killed"
+    assert got.get((1, False)) == "ok"
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--retry-failed",
+                  "--timeout", "1", "--grace", "1")
+    assert by_seed(fakes.statuses("intr"))[(14, False)] == "timeout"
+    assert len(by_seed(fakes.statuses("intr"))) == 5
+
+
+def test_lock_held_gives_clear_message(fakes: Fakes) -> None:
+    spec = fakes.spec("locked", axes=attn())
+    folder = fakes.results / "locked"
+    folder.mkdir(parents=True)
+    with open(folder / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write("pid 12345 on testhost\n")
+        f.flush()
+        r = fakes.cli("run", str(spec), "--results", str(fakes.results))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "another vecscale driver" in lines[0] and ".lock" in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_gem5_target_classification(fakes: Fakes) -> None:
+    spec = fakes.spec("g5", target="gem5", axes={
+        "uarch": ["vitruvius-plus"], "vlen": [512], "lanes": [8], "kernel": ["fa-v"],
+        "model": ["tinyllama-1.1b"], "phase": ["prefill"], "n": [4],
+        "seed": [1, 21, 22, 23, 24, 25]})
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "-j", "2")
+    assert r.returncode == 1, r.stdout + r.stderr
+    sts = fakes.statuses("g5")
+    got = {s: st for (s, _), st in by_seed(sts).items()}
+    assert got == {1: "ok", 21: "gem5-error", 22: "missing-stats", 23: "missing-stats",
+                   24: "wrong-result", 25: "gem5-error"}
+    for v in sts.values():
+        run, st = v["run"], v["status"]
+        assert run["target"] == "gem5" and run["system"]["vlen"] == 512
+        assert run["workload"]["args"][-2:] == ["--roi", "m5"]
+        assert st["provenance"]["gem5_sha256"] and st["provenance"]["patches_sha256"]
+        if "--seed 21" in " ".join(run["workload"]["args"]):
+            assert "panic: fake panic" in st["cause"] and "panic" in st["stderr_tail"]
+        if "--seed 25" in " ".join(run["workload"]["args"]):
+            assert "SIGABRT" in st["cause"]
+    ok = [k for k, v in sts.items() if v["status"]["status"] == "ok"][0]
+    res = json.loads((fakes.results / "g5" / "runs" / ok / "result.json").read_text())
+    assert res["pass"] is True and res["vlen"] == 512
+
+
+def test_gem5_unset_is_one_line_error(fakes: Fakes) -> None:
+    spec = fakes.spec("g5u", target="gem5", axes={
+        "uarch": ["paper-fixed"], "vlen": [512], "lanes": [8], "kernel": ["fa-v"],
+        "model": ["tinyllama-1.1b"], "phase": ["prefill"], "n": [4]})
+    del fakes.env["GEM5"]
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "GEM5 is not set" in r.stderr
+
+
+def test_user_templates_override(fakes: Fakes, tmp_path: Path) -> None:
+    tdir = tmp_path / "site"
+    tdir.mkdir()
+    (tdir / "run.sh.j2").write_text(
+        '{% extends "default/run.sh.j2" %}\n{% block env %}\n# site: module load gem5\n'
+        '{{ super() }}{% endblock %}\n')
+    spec = fakes.spec("tpl", axes=attn())
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--templates", str(tdir))
+    assert r.returncode == 0, r.stderr
+    cmd = next((fakes.results / "tpl" / "runs").glob("*/cmd.sh")).read_text()
+    assert "# site: module load gem5" in cmd and "sweeps.runner" in cmd
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--force",
+                  "--templates", str(tmp_path / "nope"))
+    assert r.returncode == 2 and "--templates" in r.stderr
