@@ -80,7 +80,7 @@ w("simout", json.dumps({"workload": "attention", "vlen": run["system"]["vlen"],
 if seed != 22:
     dump = "" if seed == 23 else "\n---------- Begin Simulation Statistics ----------\nsimTicks 1\n"
     w("stats.txt", dump)
-w("workload_exit.json", json.dumps({"exit_code": code, "cause": "exiting with last active thread context"}))
+w("workload_exit.json", json.dumps({"exit_code": code, "cause": "exiting with last thread"}))
 '''
 
 

@@ -57,7 +57,8 @@ def test_qemu_ci_real_binaries(fakes: Fakes) -> None:
         assert st["provenance"]["workload_sha256"] == run["workload"]["sha256"]
     points = json.loads((fakes.results / "qemu-ci" / "points.json").read_text())
     assert len(points) == 20 and {p["run"] for p in points} == set(sts)
-    mtimes = {p: p.stat().st_mtime_ns for p in (fakes.results / "qemu-ci").glob("runs/*/status.json")}
+    done = (fakes.results / "qemu-ci").glob("runs/*/status.json")
+    mtimes = {p: p.stat().st_mtime_ns for p in done}
     r = fakes.cli("run", "qemu-ci", "--results", str(fakes.results))
     assert r.returncode == 0 and "13 already done, 0 to run" in r.stdout
     assert mtimes == {p: p.stat().st_mtime_ns for p in mtimes}
@@ -132,6 +133,7 @@ def test_ctrl_c_marks_running_runs_killed(fakes: Fakes) -> None:
     assert got.get((1, False)) == "ok"
     r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--retry-failed",
                   "--timeout", "1", "--grace", "1")
+    assert r.returncode == 1
     assert by_seed(fakes.statuses("intr"))[(14, False)] == "timeout"
     assert len(by_seed(fakes.statuses("intr"))) == 5
 

@@ -200,8 +200,9 @@ def test_lanes_model_resolves_groups() -> None:
     }
     assert lm["groups"]["SimdFloatMultAcc"] == "fma"
     assert lm["groups"]["SimdFloatReduceAdd"] == "reduce"
-    assert lm["groups"]["SimdUnitStrideLoad"] == "mem"
-    assert lm["groups"]["SimdConfig"] == "config"
+    assert lm["groups"]["SimdMisc"] == "permute"  # RISC-V slides and gathers
+    assert "SimdUnitStrideLoad" not in lm["groups"]  # LSQ timing, not the lanes model
+    assert "SimdConfig" not in lm["groups"]
     assert set(lm["groups"].values()) <= set(lm["startup"])
     assert all(op in GEM5_OP_CLASSES for op in lm["groups"])
 
@@ -209,10 +210,10 @@ def test_lanes_model_resolves_groups() -> None:
 def test_lanes_model_group_override(tmp_path: Path) -> None:
     data = yaml.safe_load((UARCH_DIR / "vitruvius-plus.yaml").read_text())
     data["name"] = "regroup"
-    data["lanes_model"]["groups"] = {"SimdExt": "arith"}
+    data["lanes_model"]["groups"] = {"SimdMisc": "arith"}
     system = resolve(load_uarch(_write(tmp_path, data, "regroup")), 1024, 8)
-    assert system["lanes_model"]["groups"]["SimdExt"] == "arith"
-    assert system["lanes_model"]["groups"]["SimdFloatExt"] == "permute"
+    assert system["lanes_model"]["groups"]["SimdMisc"] == "arith"
+    assert system["lanes_model"]["groups"]["SimdFloatMult"] == "mul"
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -329,6 +330,26 @@ MALFORMED: list[tuple[str, Any, str]] = [
         "lanes-model-missing-group",
         _lanes_model_with(_del("lanes_model", "startup", "div")),
         "lanes_model.startup.div: missing class group",
+    ),
+    (
+        "lanes-model-startup-zero",
+        _lanes_model_with(_set(0, "lanes_model", "startup", "fma")),
+        "lanes_model.startup.fma: 0 must be >= 1",
+    ),
+    (
+        "lanes-model-mem-rate",
+        _lanes_model_with(_set(128, "lanes_model", "mem_bytes_per_cycle")),
+        "lanes_model.mem_bytes_per_cycle: 128: only 64",
+    ),
+    (
+        "lanes-model-group-untimed-class",
+        _lanes_model_with(_set({"SimdAes": "arith"}, "lanes_model", "groups")),
+        "lanes_model.groups.SimdAes: not a class the lanes model times",
+    ),
+    (
+        "lanes-model-group-unknown",
+        _lanes_model_with(_set({"SimdMisc": "shuffle"}, "lanes_model", "groups")),
+        "lanes_model.groups.SimdMisc: unknown class group 'shuffle'",
     ),
     (
         "lanes-model-vector-op-latency",
