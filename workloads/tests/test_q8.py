@@ -342,3 +342,53 @@ def test_roi_m5_emits_m5ops(binary: str) -> None:
     assert res.rc == -4, (res.rc, res.stdout, res.stderr)  # SIGILL
     assert res.stdout == ""
     run_ok(binary, [*args, "--roi", "none"], 256)
+
+
+def test_fp16_helpers_exhaustive(tmp_path: Path) -> None:
+    """fp16_to_fp32 on all 65536 halves and fp32_to_fp16 on ~1.1M floats (every
+    4093rd bit pattern, plus rounding ties, subnormal and overflow edges), on the target
+    under qemu, against numpy's conversions."""
+    cc = shutil.which("clang-19")
+    if cc is None:
+        pytest.skip("clang-19 not found")
+    exe = tmp_path / "fp16_check"
+    src = ROOT / "workloads" / "src"
+    subprocess.run([cc, "--target=riscv64-linux-gnu", "-static", "-fuse-ld=lld", "-O2",
+                    "-march=rv64gc", f"-I{src}", str(src / "q8" / "check" / "fp16_check.c"),
+                    str(src / "q8" / "q8_data.c"), "-o", str(exe), "-lm"], check=True)
+    halves = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    # halfway points between consecutive halves (ties) and just either side of them
+    lo = halves.view(np.float16).astype(np.float32)
+    hi = (halves + 1).astype(np.uint16).view(np.float16).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        mid = ((lo.astype(np.float64) + hi.astype(np.float64)) / 2).astype(np.float32)
+    ok = np.isfinite(lo) & np.isfinite(hi) & (np.sign(lo) == np.sign(hi))
+    mid = mid[ok].view(np.uint32)
+    pats = np.concatenate([
+        np.arange(0, 2**32, 4093, dtype=np.uint64).astype(np.uint32),
+        mid, mid + 1, mid - 1,
+        np.array([0x477FF000, 0x477FEFFF, 0x47800000, 0x33000000, 0x33000001, 0x32FFFFFF,
+                  0x387FC000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x80000000],
+                 dtype=np.uint32),
+    ])
+    (tmp_path / "in.bin").write_bytes(pats.astype("<u4").tobytes())
+    cpu = "rv64,v=true,vlen=128,elen=64,vext_spec=v1.0"
+    subprocess.run(["qemu-riscv64", "-cpu", cpu, str(exe), str(tmp_path / "in.bin"),
+                    str(tmp_path / "o16.bin"), str(tmp_path / "o32.bin")], check=True,
+                   timeout=300)
+
+    got32 = np.fromfile(tmp_path / "o32.bin", dtype="<u4")
+    want32 = halves.view(np.float16).astype(np.float32)
+    nan = np.isnan(want32)
+    assert np.isnan(got32.view(np.float32)[nan]).all()
+    np.testing.assert_array_equal(got32[~nan], want32.view(np.uint32)[~nan])
+
+    got16 = np.fromfile(tmp_path / "o16.bin", dtype="<u2")
+    f = pats.view(np.float32)
+    with np.errstate(over="ignore"):
+        want16 = f.astype(np.float16).view(np.uint16)
+    nan = np.isnan(f)
+    assert np.isnan(got16.view(np.float16)[nan]).all()
+    bad = np.flatnonzero(got16[~nan] != want16[~nan])
+    assert bad.size == 0, [(hex(pats[~nan][i]), hex(got16[~nan][i]), hex(want16[~nan][i]))
+                           for i in bad[:5]]

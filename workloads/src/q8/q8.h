@@ -26,23 +26,15 @@ static inline uint32_t q8_f32_to_bits(float f) {
     return v.u;
 }
 
+/* Branch-free: the 15 magnitude bits moved to fp32 position read as a float that is the
+ * half's value times 2^-112 (for normal and subnormal halves alike: fp32 keeps
+ * subnormals), so one exact multiply by 2^112 rebiases it; exponent 31 (inf/nan) is
+ * patched to 255; the sign is or-ed back. */
 static inline float fp16_to_fp32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) /* inf / nan: keep the payload, force quiet */
-        return q8_bits_to_f32(sign | 0x7f800000u | (man ? 0x00400000u | (man << 13) : 0));
-    if (exp == 0) {
-        if (man == 0) return q8_bits_to_f32(sign); /* +-0 */
-        /* subnormal half: normalise into a normal float */
-        uint32_t e = 127 - 15 + 1;
-        while (!(man & 0x400u)) {
-            man <<= 1;
-            e--;
-        }
-        return q8_bits_to_f32(sign | (e << 23) | ((man & 0x3ffu) << 13));
-    }
-    return q8_bits_to_f32(sign | ((exp + 127 - 15) << 23) | (man << 13));
+    const uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
+    const float scaled = q8_bits_to_f32(mag) * 0x1p112f;
+    const uint32_t infnan = (h & 0x7c00u) == 0x7c00u ? 0x7f800000u : 0u;
+    return q8_bits_to_f32(q8_f32_to_bits(scaled) | infnan | ((uint32_t)(h & 0x8000u) << 16));
 }
 
 /* Round to nearest, ties to even; overflow gives inf, tiny values half subnormals. */
