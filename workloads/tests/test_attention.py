@@ -54,6 +54,9 @@ def test_fav_packed_models(model: str, phase: str) -> None:
     head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["head_dim"]
     if head_dim == 64:
         assert rec["regime"] == "packed" and rec["pack"] == 2
+        heads = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["heads"]
+        regs = -(-heads // 2)  # registers for all heads of a token
+        assert rec["r"] == min(4, regs) and rec["heads_per_step"] == 2 * rec["r"]
     else:
         assert rec["regime"] == "blocked"
 
@@ -127,3 +130,10 @@ def test_seed_changes_inputs_not_correctness() -> None:
     a = check(["--kernel", "fa-v", "--model", "pythia-410m", "--n", "8", "--seed", "1"])
     b = check(["--kernel", "fa-v", "--model", "pythia-410m", "--n", "8", "--seed", "7"])
     assert a["max_abs_err"] != b["max_abs_err"]
+
+
+def test_fav_r_capped_by_heads() -> None:
+    """4 heads of D = 32 fill one 128-element register: R = 4 is capped to 1."""
+    rec = check(["--kernel", "fa-v", "--heads", "4", "--kv-heads", "1", "--head-dim", "32",
+                 "--n", "5", "--lmul", "4"], 1024)
+    assert rec["regime"] == "packed" and rec["pack"] == 4 and rec["r"] == 1
