@@ -290,7 +290,7 @@ def _load_one(args: tuple[str, str]) -> dict[str, Any]:
 
 
 def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = None,
-            write_cache: bool = True) -> Collected:
+            write_cache: bool = True, parallel_min: int = 200) -> Collected:
     """Collect results/<sweep> into a DataFrame; see module docstring."""
     root = Path(results_dir)
     if not root.is_dir():
@@ -314,7 +314,7 @@ def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = 
         todo = [p for p in run_dirs if p.name not in fresh]
     args = [(str(p), str(root)) for p in todo]
     njobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
-    if njobs > 1 and len(args) > 200:
+    if njobs > 1 and len(args) >= parallel_min:
         with ProcessPoolExecutor(max_workers=njobs) as ex:
             rows = list(ex.map(_load_one, args, chunksize=64))
     else:

@@ -115,6 +115,9 @@ def test_incremental_cache(sweep: Path) -> None:
     assert second.parsed == 0 and second.reused == 14
     cols = ["id", "status", "cycles", "vlen", "lanes", "kernel", "usable"]
     pd.testing.assert_frame_equal(first.df[cols], second.df[cols], check_dtype=False)
+    for fn in (tables.speedup_table, tables.vl_scaling_table, tables.q8_breakdown_table,
+               tables.failed_runs):
+        pd.testing.assert_frame_equal(fn(first.df), fn(second.df), check_dtype=False)
     # a new run is picked up, the others come from the cache
     write_run(sweep, "fav-2048-16", attn_axes("fa-v", 2048, 16),
               stats=synth.roi_stats_text(2_000_000, 10, filler=False),
@@ -175,3 +178,9 @@ def test_cli_subprocess_no_traceback(tmp_path: Path) -> None:
                        capture_output=True, text=True, env=env)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and p.stderr.startswith("error: ")
+
+
+def test_parallel_collect_equals_serial(sweep: Path) -> None:
+    serial = collect(sweep, use_cache=False, write_cache=False, jobs=1).df
+    par = collect(sweep, use_cache=False, write_cache=False, jobs=2, parallel_min=1).df
+    pd.testing.assert_frame_equal(serial, par)
