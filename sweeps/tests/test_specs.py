@@ -92,7 +92,8 @@ BAD: list[tuple[str, Any, list[str]]] = [
 
 
 @pytest.mark.parametrize("case,body,want", BAD, ids=[b[0] for b in BAD])
-def test_bad_spec_one_line_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: str, body: Any, want: list[str]) -> None:
+def test_bad_spec_one_line_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: str,
+                                 body: Any, want: list[str]) -> None:
     p = tmp_path / f"{case}.yaml"
     p.write_text(body if isinstance(body, str) else yaml.safe_dump(body))
     monkeypatch.setenv("GEM5", str(p))  # any file: the gem5 hash is not what is being tested
