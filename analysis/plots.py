@@ -157,7 +157,9 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                 ax.set_ylabel("lanes")
                 for (i, j), v in np.ndenumerate(vals):
                     if not math.isnan(v):
-                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+                        dark = abs(norm(v) - 0.5) > 0.3  # white text on saturated cells
+                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                                color="white" if dark else "black")
                 ax.set_title(f"{model}, {phase}" + (f" ({tmod})" if tmod else ""))
                 fig.colorbar(im, ax=ax, label=f"speedup vs {tables.REF_VLEN}-bit")
             paths += _save(fig, out_dir, f"heatmap_vlen_lanes_{model}")

@@ -127,7 +127,8 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
                              f"data-figure='{esc(name)}' src='data:image/png;base64,{b64}'>")
     for n in notes:
         parts.append(f"<p class='note'>Figure skipped: {esc(n)}</p>")
-    titles = {"speedup": "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
+    titles = {"speedup_summary": "Speedup vs ggml-scalar per kernel",
+              "speedup": "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
               "vl_scaling": f"VL scaling vs the {tables.REF_VLEN}-bit point",
               "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)",
               "validation": "Workload self-checks (pass, max errors)"}

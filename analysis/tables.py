@@ -125,6 +125,23 @@ def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
+def speedup_summary(sp: pd.DataFrame, baseline: str = "ggml-scalar") -> pd.DataFrame:
+    """The speedup table pivoted: one column per kernel, speedup vs the baseline kernel."""
+    col = f"speedup_vs_{baseline}"
+    if sp.empty or col not in sp.columns:
+        return pd.DataFrame()
+    keys = [a for a in ("model", "phase", "precision", "timing_model", "lanes", "vlen")
+            if a in sp.columns]
+    t = sp[sp["kernel"] != baseline].copy()
+    if t.empty:
+        return pd.DataFrame()
+    for k in keys:  # keep rows whose model ignores an axis (e.g. lanes under fixed timing)
+        t[k] = t[k].astype(object).where(t[k].notna(), "-")
+    p = t.pivot_table(index=keys, columns="kernel", values=col, aggfunc="mean")
+    p.columns = [f"{k} vs {baseline}" for k in p.columns]
+    return p.reset_index()
+
+
 def vl_scaling_table(df: pd.DataFrame, ref_vlen: int = REF_VLEN) -> pd.DataFrame:
     """cycles(ref VLEN) / cycles(VLEN) for runs that agree on every other axis."""
     u = usable(df)
@@ -301,10 +318,12 @@ def write_table(t: pd.DataFrame, out_dir: Path, name: str) -> list[Path]:
 
 
 def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    sp = speedup_table(df)
     return {
         "status": status_table(df),
         "failed": failed_runs(df),
-        "speedup": speedup_table(df),
+        "speedup_summary": speedup_summary(sp),
+        "speedup": sp,
         "vl_scaling": vl_scaling_table(df),
         "q8_breakdown": q8_breakdown_table(df),
         "validation": validation_table(df),

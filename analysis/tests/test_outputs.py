@@ -41,12 +41,15 @@ def test_markdown_and_latex_format() -> None:
 def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
     df = collect(sweep).df
     paths = tables.write_all(df, tmp_path / "t")
-    assert len(paths) == 18
+    assert len(paths) == 21
     sp = pd.read_csv(tmp_path / "t" / "speedup.csv")
     row = sp[sp["id"] == "fav-1024-16"].iloc[0]
     assert row["speedup_vs_ggml-scalar"] == pytest.approx(40.0)
     md = (tmp_path / "t" / "speedup.md").read_text()
     assert "| fav-1024-16 | 40 | 8 |" in md
+    summ = pd.read_csv(tmp_path / "t" / "speedup_summary.csv").set_index(["vlen", "lanes"])
+    assert summ.loc[(1024, 16), "fa-v vs ggml-scalar"] == pytest.approx(40.0)
+    assert summ.loc[(1024, 8), "ggml-vec vs ggml-scalar"] == pytest.approx(100 / 19)
     tex = (tmp_path / "t" / "q8_breakdown.tex").read_text()
     assert "q8-packed" in tex and "busyCycles" in tex
 
