@@ -188,7 +188,9 @@ def _stats_metrics(text: str, source: str, roi: int) -> dict[str, Any]:
         uops = d.vector(vt + "microOps")
         m["vec_timing_uops_total"] = uops.get(
             "total", sum(v for k, v in uops.items() if k != "total"))
-        m["lane_util"] = d.get(vt + "laneUtilization")
+        wait = d.vector(vt + "waitCycles")
+        m["vec_wait_total"] = wait.get("total", sum(v for k, v in wait.items() if k != "total"))
+        m["lane_util"] = d.get(vt + "laneUtilization", math.nan)
     return m
 
 
