@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                               max_parallel=a.max_parallel, sbatch_args=tuple(a.sbatch_arg),
                               resubmit=a.resubmit, poll_s=a.poll)
         return driver.run_sweep(a.spec, opts)
-    except (SpecError, LockHeld, ValueError) as e:
+    except (SpecError, LockHeld, ValueError, RuntimeError) as e:
         print(f"vecscale: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -194,7 +194,7 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
             if opts.executor == "slurm":
                 from sweeps.slurm import SlurmExecutor
 
-                ex = SlurmExecutor(folder, spec.name, timeout, opts, invocation)
+                ex = SlurmExecutor(folder, spec.name, spec.target, timeout or None, opts)
                 try:
                     ex.run(dirs)
                 finally:
