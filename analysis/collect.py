@@ -190,7 +190,7 @@ def _stats_metrics(text: str, source: str, roi: int) -> dict[str, Any]:
             "total", sum(v for k, v in uops.items() if k != "total"))
         wait = d.vector(vt + "waitCycles")
         m["vec_wait_total"] = wait.get("total", sum(v for k, v in wait.items() if k != "total"))
-        m["lane_util"] = d.get(vt + "laneUtilization", math.nan)
+        m["lane_util"] = d.get(vt + "laneUtilization")  # nozero: absent means 0
     return m
 
 
