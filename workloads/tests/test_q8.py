@@ -102,6 +102,22 @@ def test_odd_shapes(kernel: str, vlen: int, rows: int, cols: int) -> None:
     check_tunables(rec, vlen)
 
 
+@pytest.mark.parametrize("vlen", (128, 1024))
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_fp16_table(kernel: str, vlen: int, tmp_path: Path) -> None:
+    """--fp16 table (ggml's lookup-table decode) gives bit-identical y to the default
+    bit-manipulation decode."""
+    args = ["--kernel", kernel, "--model", "llama-3.2-3b", "--proj", "gate",
+            "--max-rows", "37"]
+    rec = run_ok("q8", [*args, "--fp16", "table", "--dump", str(tmp_path / "t")], vlen)
+    assert rec["fp16"] == "table"
+    rec = run_ok("q8", [*args, "--dump", str(tmp_path / "b")], vlen)
+    assert rec["fp16"] == "bits"
+    yt = np.fromfile(tmp_path / "t" / "y.bin", dtype="<f4")
+    yb = np.fromfile(tmp_path / "b" / "y.bin", dtype="<f4")
+    np.testing.assert_array_equal(yt, yb)
+
+
 @pytest.mark.parametrize("vlen", VLENS)
 def test_packed_pack_x_once(vlen: int) -> None:
     rec = run_ok("q8", ["--kernel", "q8-packed", "--pack-x", "once", "--model",
@@ -257,6 +273,7 @@ BAD_ARGS = [
     ("q8", ["--kernel", "q8-packed", "--rows", "4", "--cols", "32", "--pack-x", "twice"],
      "--pack-x"),
     ("q8", ["--kernel", "q8-split", "--rows", "4", "--cols", "32", "--roi", "gem5"], "--roi"),
+    ("q8", ["--kernel", "q8-split", "--rows", "4", "--cols", "32", "--fp16", "zfh"], "--fp16"),
     ("q8-scalar", ["--kernel", "q8-split", "--rows", "4", "--cols", "32"], "--kernel"),
     ("q8-scalar", ["--kernel", "q8-ggml", "--rows", "4", "--cols", "32"], "--kernel"),
 ]

@@ -44,12 +44,21 @@ uint16_t fp32_to_fp16(float f);
  * q = roundf(x * (1/d)) with d in fp32, d stored as fp16. n multiple of QK. */
 void quantize_q8(const float *x, block_q8 *out, size_t n);
 
-/* Problem: W is rows x (nb*QK) as rows*nb blocks (row-major), xq is nb blocks. */
+/* Problem: W is rows x (nb*QK) as rows*nb blocks (row-major), xq is nb blocks.
+ * f16tab: NULL = the kernels decode block scales with fp16_to_fp32 (bits); else a
+ * 65536-entry fp16 -> fp32 table, as ggml's CPU backend uses without Zfhmin. */
 typedef struct {
     size_t rows, cols, nb;
     const block_q8 *w;
     const block_q8 *xq;
+    const float *f16tab;
 } q8_problem;
+
+/* Scale decode inside the kernels; use_tab is a compile-time constant at every call. */
+static inline __attribute__((always_inline)) float q8_scale(uint16_t h, const float *tab,
+                                                            int use_tab) {
+    return use_tab ? tab[h] : fp16_to_fp32(h);
+}
 
 /* Kernels: write y[0..rows). */
 void q8_scalar(const q8_problem *p, float *y);
@@ -75,5 +84,5 @@ size_t q8_split_tile_rows(void);
 /* Set-up (outside the ROI): ggml layout -> split layout. */
 void q8_split_convert(const q8_problem *p, q8_split_layout *s);
 void q8_split_free(q8_split_layout *s);
-void q8_split(const q8_split_layout *s, const block_q8 *xq, float *y);
+void q8_split(const q8_split_layout *s, const block_q8 *xq, const float *f16tab, float *y);
 #endif

@@ -10,7 +10,17 @@
 #include <riscv_vector.h>
 #endif
 
-void q8_scalar(const q8_problem *p, float *y) {
+#define Q8_AI static inline __attribute__((always_inline))
+
+/* Each kernel is written once with use_tab as a parameter and instantiated twice, so
+ * the scale decode is specialised (no per-block test of which decode to use). */
+#define Q8_DISPATCH(name, impl)                                                     \
+    void name(const q8_problem *p, float *y) {                                      \
+        if (p->f16tab) impl(p, y, p->f16tab, 1);                                    \
+        else impl(p, y, NULL, 0);                                                   \
+    }
+
+Q8_AI void scalar_impl(const q8_problem *p, float *y, const float *tab, int use_tab) {
     const size_t nb = p->nb;
     for (size_t r = 0; r < p->rows; r++) {
         const block_q8 *w = p->w + r * nb;
@@ -18,17 +28,19 @@ void q8_scalar(const q8_problem *p, float *y) {
         for (size_t b = 0; b < nb; b++) {
             int32_t sumi = 0;
             for (int j = 0; j < QK; j++) sumi += (int32_t)w[b].qs[j] * (int32_t)p->xq[b].qs[j];
-            sumf += (float)sumi * (fp16_to_fp32(w[b].d) * fp16_to_fp32(p->xq[b].d));
+            sumf += (float)sumi * (q8_scale(w[b].d, tab, use_tab) *
+                                   q8_scale(p->xq[b].d, tab, use_tab));
         }
         y[r] = sumf;
     }
 }
+Q8_DISPATCH(q8_scalar, scalar_impl)
 
 #if VLSCALE_VECTOR
 
 /* ---- q8-ggml: ggml's RVV dot, one block per iteration, vl = 32 whatever VLEN is.
  * e8m2 gives VLMAX >= 32 already at VLEN 128; the products widen to i16m4. */
-void q8_ggml(const q8_problem *p, float *y) {
+Q8_AI void ggml_impl(const q8_problem *p, float *y, const float *tab, int use_tab) {
     const size_t nb = p->nb;
     const size_t vl = QK;
     for (size_t r = 0; r < p->rows; r++) {
@@ -41,11 +53,13 @@ void q8_ggml(const q8_problem *p, float *y) {
             vint32m1_t zero = __riscv_vmv_v_x_i32m1(0, vl);
             vint32m1_t red = __riscv_vwredsum_vs_i16m4_i32m1(prod, zero, vl);
             int32_t sumi = __riscv_vmv_x_s_i32m1_i32(red);
-            sumf += (float)sumi * (fp16_to_fp32(w[b].d) * fp16_to_fp32(p->xq[b].d));
+            sumf += (float)sumi * (q8_scale(w[b].d, tab, use_tab) *
+                                   q8_scale(p->xq[b].d, tab, use_tab));
         }
         y[r] = sumf;
     }
 }
+Q8_DISPATCH(q8_ggml, ggml_impl)
 
 /* ---- q8-packed: the paper's long-VL attempt. VLMAX(e8m2)/32 blocks share a register:
  * each block's 32 quants are loaded (unit stride, vl 32) and slid up into place; one
@@ -62,7 +76,8 @@ static inline vint8m2_t pack_blocks(const block_q8 *blk, size_t n) {
     return v;
 }
 
-void q8_packed(const q8_problem *p, float *y, int pack_x_once, int8_t *xbuf) {
+Q8_AI void packed_impl(const q8_problem *p, float *y, int pack_x_once, int8_t *xbuf,
+                       const float *tab, int use_tab) {
     const size_t nb = p->nb;
     const size_t vlmax = __riscv_vsetvlmax_e8m2();
     const size_t bpr = vlmax / QK;
@@ -86,12 +101,17 @@ void q8_packed(const q8_problem *p, float *y, int pack_x_once, int8_t *xbuf) {
                 vbool4_t m = __riscv_vmseq_vx_u16m4_b4(grp, (uint16_t)j, vl);
                 vint32m1_t red = __riscv_vwredsum_vs_i16m4_i32m1_m(m, prod, zero, vl);
                 int32_t sumi = __riscv_vmv_x_s_i32m1_i32(red);
-                sumf += (float)sumi *
-                        (fp16_to_fp32(w[b0 + j].d) * fp16_to_fp32(p->xq[b0 + j].d));
+                sumf += (float)sumi * (q8_scale(w[b0 + j].d, tab, use_tab) *
+                                       q8_scale(p->xq[b0 + j].d, tab, use_tab));
             }
         }
         y[r] = sumf;
     }
+}
+
+void q8_packed(const q8_problem *p, float *y, int pack_x_once, int8_t *xbuf) {
+    if (p->f16tab) packed_impl(p, y, pack_x_once, xbuf, p->f16tab, 1);
+    else packed_impl(p, y, pack_x_once, xbuf, NULL, 0);
 }
 
 /* ---- q8-split: row-interleaved tiles of T = VLMAX(e8m1) rows. Inside a tile, column k
@@ -131,7 +151,8 @@ void q8_split_free(q8_split_layout *s) {
     s->ws = NULL;
 }
 
-void q8_split(const q8_split_layout *s, const block_q8 *xq, float *y) {
+Q8_AI void split_impl(const q8_split_layout *s, const block_q8 *xq, float *y,
+                      const float *tab, int use_tab) {
     const size_t rows = s->rows, cols = s->cols, nb = s->nb, T = s->tile;
     for (size_t t0 = 0; t0 < rows; t0 += T) {
         /* rows in this tile: <= VLMAX, so vsetvl grants exactly that */
@@ -170,11 +191,16 @@ void q8_split(const q8_split_layout *s, const block_q8 *xq, float *y) {
             }
             vfloat32m4_t fsum = __riscv_vfcvt_f_x_v_f32m4(isum, vl);
             vfloat32m4_t sc = __riscv_vle32_v_f32m4(st + b * vl, vl);
-            sc = __riscv_vfmul_vf_f32m4(sc, fp16_to_fp32(xq[b].d), vl);
+            sc = __riscv_vfmul_vf_f32m4(sc, q8_scale(xq[b].d, tab, use_tab), vl);
             acc = __riscv_vfmacc_vv_f32m4(acc, fsum, sc, vl);
         }
         __riscv_vse32_v_f32m4(y + t0, acc, vl);
     }
+}
+
+void q8_split(const q8_split_layout *s, const block_q8 *xq, const float *f16tab, float *y) {
+    if (f16tab) split_impl(s, xq, y, f16tab, 1);
+    else split_impl(s, xq, y, NULL, 0);
 }
 
 #endif /* VLSCALE_VECTOR */

@@ -13,6 +13,7 @@
 static const char *const KERNELS[] = {"q8-scalar", "q8-ggml", "q8-packed", "q8-split", NULL};
 static const char *const PROJS[] = {"q", "k", "v", "o", "gate", "up", "down", NULL};
 static const char *const PACK_X[] = {"row", "once", NULL};
+static const char *const FP16[] = {"bits", "table", NULL};
 
 static void proj_shape(const model_shape *m, const char *proj, long *rows, long *cols) {
     const long h = m->hidden, qd = (long)m->heads * m->head_dim;
@@ -123,6 +124,7 @@ int main(int argc, char **argv) {
     } else {
         pack_x = "row";
     }
+    const char *fp16 = arg_choice(&a, "fp16", "bits", FP16);
     args_finish(&a);
 
     const size_t R = (size_t)rows, C = (size_t)cols, nb = C / QK;
@@ -135,7 +137,12 @@ int main(int argc, char **argv) {
     make_x(&rng, x, nb);
     make_w(&rng, w, R * nb);
     quantize_q8(x, xq, C);
-    const q8_problem p = {.rows = R, .cols = C, .nb = nb, .w = w, .xq = xq};
+    float *f16tab = NULL;
+    if (!strcmp(fp16, "table")) { /* set-up, like ggml_cpu_init */
+        f16tab = xaligned(65536 * sizeof(float));
+        for (uint32_t h = 0; h < 65536; h++) f16tab[h] = fp16_to_fp32((uint16_t)h);
+    }
+    const q8_problem p = {.rows = R, .cols = C, .nb = nb, .w = w, .xq = xq, .f16tab = f16tab};
 
     long blocks_per_reg = 0, tile_rows = 0;
 #if VLSCALE_VECTOR
@@ -155,7 +162,7 @@ int main(int argc, char **argv) {
 #if VLSCALE_VECTOR
     else if (!strcmp(kernel, "q8-ggml")) q8_ggml(&p, y);
     else if (!strcmp(kernel, "q8-packed")) q8_packed(&p, y, !strcmp(pack_x, "once"), xbuf);
-    else q8_split(&split, xq, y);
+    else q8_split(&split, xq, f16tab, y);
 #endif
     roi_end(roi);
 
@@ -193,6 +200,7 @@ int main(int argc, char **argv) {
     json_int("cols", cols);
     json_int("seed", seed);
     json_int("vlen", (long)vlen_bits());
+    json_str("fp16", fp16);
     if (!strcmp(kernel, "q8-ggml")) json_int("block_vl", QK);
     if (!strcmp(kernel, "q8-packed")) {
         json_int("blocks_per_reg", blocks_per_reg);
@@ -209,6 +217,7 @@ int main(int argc, char **argv) {
     q8_split_free(&split);
     free(xbuf);
 #endif
+    free(f16tab);
     free(x);
     free(xq);
     free(w);
