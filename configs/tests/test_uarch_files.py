@@ -198,9 +198,14 @@ def test_lane_groups_cover_the_classes_the_patch_times() -> None:
     assert body, "VecTiming::unitOf() not found in the patch"
     timed = set(re.findall(r"enums::(\w+)", body.group(1)))
     assert timed == set(DEFAULT_LANE_GROUPS)
-    slide = re.search(
-        r"((?:case enums::\w+:[\s+]*(?:/\*.*?\*/)?[\s+]*)+)return UnitSldu", body.group(1)
-    )
-    assert slide
-    for op in re.findall(r"enums::(\w+)", slide.group(1)):
+    # Alternating [cases, unit, cases, unit, ...]: the cases before each "return Unit...".
+    parts = re.split(r"return (Unit\w+);", body.group(1))
+    slide_ops = [
+        op
+        for cases, unit in zip(parts[0::2], parts[1::2], strict=False)
+        if unit == "UnitSldu"
+        for op in re.findall(r"enums::(\w+)", cases)
+    ]
+    assert slide_ops
+    for op in slide_ops:
         assert DEFAULT_LANE_GROUPS[op] == "permute", op
