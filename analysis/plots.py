@@ -169,31 +169,65 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Stacked bars of the Q8_0 cycle shares across VLEN, one panel per layout (kernel)."""
+    """Stacked bars of the Q8_0 cycle shares across VLEN, one panel per layout (kernel) and a
+    row per timing model; several lane counts give one bar per (VLEN, lanes)."""
     t = tables.q8_breakdown_table(df)
     _need(t, ["kernel", "vlen"], "Q8_0 breakdown")
+    t = _fill_lanes(t) if "lanes" in t.columns else t.assign(lanes=0)
     kernels = list(pd.unique(t["kernel"]))
-    paths: list[Path] = []
+    tmods = _timing_models(t)
+    cats = ["packing", "reduction", "mac", "other"]
     with plt.rc_context({**STYLE, "axes.grid": False}):
-        fig, axs = plt.subplots(1, len(kernels), figsize=(3.2 * len(kernels), 3.2),
+        fig, axs = plt.subplots(len(tmods), len(kernels),
+                                figsize=(3.2 * len(kernels), 3.0 * len(tmods)),
                                 squeeze=False, sharey=True)
-        for ax, k in zip(axs[0], kernels, strict=True):
-            g = t[t["kernel"] == k].groupby("vlen")[
-                ["packing", "reduction", "mac", "other"]].mean().sort_index()
-            x = np.arange(len(g.index))
-            bottom = np.zeros(len(g.index))
-            for cat in ("packing", "reduction", "mac", "other"):
-                vals = g[cat].to_numpy(dtype=float) * 100
-                ax.bar(x, vals, bottom=bottom, color=CATEGORY_COLOURS[cat], label=cat,
-                       edgecolor="white", linewidth=0.5)
-                bottom += vals
-            ax.set_xticks(x, [str(int(v)) for v in g.index])
-            ax.set_xlabel("VLEN (bits)")
-            ax.set_title(str(k))
-        axs[0][0].set_ylabel("share of ROI cycles (%)")
+        for i, tmod in enumerate(tmods):
+            for j, k in enumerate(kernels):
+                ax = axs[i][j]
+                sel = _sel(t, "timing_model", tmod)
+                g = sel[sel["kernel"] == k].groupby(["vlen", "lanes"])[cats].mean().sort_index()
+                multi_lanes = g.index.get_level_values("lanes").nunique() > 1
+                x = np.arange(len(g.index))
+                bottom = np.zeros(len(g.index))
+                for cat in cats:
+                    vals = g[cat].to_numpy(dtype=float) * 100
+                    ax.bar(x, vals, bottom=bottom, color=CATEGORY_COLOURS[cat], label=cat,
+                           edgecolor="white", linewidth=0.5)
+                    bottom += vals
+                labels = [f"{int(v)}\n{int(la)}L" if multi_lanes and la > 0 else str(int(v))
+                          for v, la in g.index]
+                ax.set_xticks(x, labels)
+                ax.set_xlabel("VLEN (bits)")
+                ax.set_title(f"{k}" + (f" ({tmod})" if tmod is not None else ""))
+            axs[i][0].set_ylabel("share of ROI cycles (%)")
         axs[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        paths += _save(fig, out_dir, "q8_breakdown")
-    return paths
+        return _save(fig, out_dir, "q8_breakdown")
+
+
+def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """The patch's laneUtilization of FA-V against VLEN, a line per lane count."""
+    u = tables.usable(df)
+    _need(u, ["kernel", "vlen", "lane_util"], "lane utilisation")
+    u = _fill_lanes(u[(u["kernel"] == MAIN_KERNEL) & u["lane_util"].notna()
+                      & (u["lane_util"] > 0)])
+    if u.empty:
+        raise Skip("lane utilisation: no fa-v run with the patch's vecTiming.laneUtilization")
+    with plt.rc_context(STYLE):
+        phases = [p for p in ("prefill", "decode") if p in set(u.get("phase", []))] or [None]
+        fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.2),
+                                squeeze=False)
+        for ax, phase in zip(axs[0], phases, strict=True):
+            tp = _sel(u, "phase", phase)
+            for li, lanes in enumerate(sorted(pd.unique(tp["lanes"]))):
+                g = tp[tp["lanes"] == lanes].groupby("vlen")["lane_util"].mean()
+                ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
+                        color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
+            _log2_x(ax, sorted(pd.unique(tp["vlen"])))
+            ax.set_ylim(0, 105)
+            ax.set_ylabel("lane utilisation (%)")
+            ax.set_title(f"{MAIN_KERNEL}" + (f", {phase}" if phase else ""))
+            ax.legend(fontsize=7)
+        return _save(fig, out_dir, "lane_utilisation")
 
 
 def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -231,6 +265,7 @@ FIGURES = {
     "vlen_lanes_heatmap": vlen_lanes_heatmap,
     "q8_breakdown": q8_breakdown,
     "peak_share": peak_share,
+    "lane_utilisation": lane_utilisation,
 }
 
 

@@ -65,9 +65,11 @@ def build_sweep(root: Path) -> Path:
     for rid, kernel, vlen, lanes, cycles in ATTN_RUNS:
         itype = {"IntAlu": cycles // 4, "SimdFloatMultAcc": 100 if kernel != "ggml-scalar"
                  else 0}
+        vt = ({"busyCycles": {"SimdFloatMultAcc": cycles // 10},
+               "laneUtilization": 0.9 if vlen == 512 else 0.7} if kernel == "fa-v" else None)
         write_run(root, rid, attn_axes(kernel, vlen, lanes),
                   stats=synth.roi_stats_text(cycles, cycles // 2, inst_type=itype,
-                                             filler=False),
+                                             vec_timing=vt, filler=False),
                   result=attn_result(kernel, vlen))
     # a failed gem5 run
     write_run(root, "fav-2048-8", attn_axes("fa-v", 2048, 8), status="gem5-error",

@@ -41,6 +41,10 @@ def test_one_row_per_run_with_axes_and_metrics(sweep: Path) -> None:
     # bytes: 4 * D * (2*N*heads + 2*N*kv_heads)
     assert r["bytes_min"] == 4 * 64 * (2 * 64 * 32 + 2 * 64 * 4)
     assert r["max_rel_err"] == pytest.approx(2e-5) and r["pass"] is True
+    assert r["has_vec_timing"] and r["lane_util"] == pytest.approx(0.7)
+    assert r["vec_busy_SimdFloatMultAcc"] == 250_000 and r["vec_busy_SimdMisc"] == 0
+    v = _row(df, "vec-512-8")
+    assert not v["has_vec_timing"] and math.isnan(v["lane_util"])
 
 
 def test_failed_qemu_and_corrupt_runs_are_kept_but_not_usable(sweep: Path) -> None:

@@ -83,7 +83,7 @@ def test_report_self_contained(sweep: Path) -> None:
     assert "Provenance" in html and "not recorded" in html
     assert "src='http" not in html and 'src="http' not in html
     imgs = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
-    assert len(imgs) == 4
+    assert len(imgs) == len(plots.FIGURES)  # one model: one PNG per figure
     for b in imgs:
         assert base64.b64decode(b).startswith(b"\x89PNG")
 
@@ -108,7 +108,7 @@ def test_report_renders_in_headless_chromium(sweep: Path, tmp_path: Path) -> Non
         assert dom.returncode == 0, dom.stderr[-500:]
         m = re.search(r'data-imgs-ok="(\d+)/(\d+)"', dom.stdout)
         assert m, "probe script did not run"
-        assert m.group(1) == m.group(2) == "4"
+        assert m.group(1) == m.group(2) == str(len(plots.FIGURES))
         subprocess.run([*base, f"--screenshot={shot}", "--window-size=1200,3000",
                         out.as_uri()], capture_output=True, timeout=120, check=True)
     assert shot.exists() and shot.read_bytes().startswith(b"\x89PNG")
