@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from . import tables  # noqa: E402
 
@@ -149,7 +150,9 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                                                          values=col, aggfunc="mean")
                 vals = g.to_numpy(dtype=float)
                 lo, hi = np.nanmin(vals), np.nanmax(vals)
-                norm = TwoSlopeNorm(vcenter=1.0, vmin=min(lo, 0.999), vmax=max(hi, 1.001))
+                # symmetric in ratio: x and 1/x get opposite colours of equal strength
+                span = max(hi, 1 / lo, 1.001)
+                norm = TwoSlopeNorm(vcenter=1.0, vmin=1 / span, vmax=span)
                 im = ax.imshow(vals, cmap=DIVERGING, norm=norm, aspect="auto", origin="lower")
                 ax.set_xticks(range(len(g.columns)), [str(int(v)) for v in g.columns])
                 ax.set_yticks(range(len(g.index)), [str(int(v)) for v in g.index])
@@ -174,33 +177,32 @@ def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     t = tables.q8_breakdown_table(df)
     _need(t, ["kernel", "vlen"], "Q8_0 breakdown")
     t = _fill_lanes(t) if "lanes" in t.columns else t.assign(lanes=0)
-    kernels = list(pd.unique(t["kernel"]))
-    tmods = _timing_models(t)
     cats = ["packing", "reduction", "mac", "other"]
+    combos = [(tmod, k) for tmod in _timing_models(t) for k in pd.unique(t["kernel"])
+              if not _sel(t, "timing_model", tmod).query("kernel == @k").empty]
     with plt.rc_context({**STYLE, "axes.grid": False}):
-        fig, axs = plt.subplots(len(tmods), len(kernels),
-                                figsize=(3.2 * len(kernels), 3.0 * len(tmods)),
+        fig, axs = plt.subplots(1, len(combos), figsize=(2.8 * len(combos) + 1.2, 3.2),
                                 squeeze=False, sharey=True)
-        for i, tmod in enumerate(tmods):
-            for j, k in enumerate(kernels):
-                ax = axs[i][j]
-                sel = _sel(t, "timing_model", tmod)
-                g = sel[sel["kernel"] == k].groupby(["vlen", "lanes"])[cats].mean().sort_index()
-                multi_lanes = g.index.get_level_values("lanes").nunique() > 1
-                x = np.arange(len(g.index))
-                bottom = np.zeros(len(g.index))
-                for cat in cats:
-                    vals = g[cat].to_numpy(dtype=float) * 100
-                    ax.bar(x, vals, bottom=bottom, color=CATEGORY_COLOURS[cat], label=cat,
-                           edgecolor="white", linewidth=0.5)
-                    bottom += vals
-                labels = [f"{int(v)}\n{int(la)}L" if multi_lanes and la > 0 else str(int(v))
-                          for v, la in g.index]
-                ax.set_xticks(x, labels)
-                ax.set_xlabel("VLEN (bits)")
-                ax.set_title(f"{k}" + (f" ({tmod})" if tmod is not None else ""))
-            axs[i][0].set_ylabel("share of ROI cycles (%)")
-        axs[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        for ax, (tmod, k) in zip(axs[0], combos, strict=True):
+            sel = _sel(t, "timing_model", tmod)
+            g = sel[sel["kernel"] == k].groupby(["vlen", "lanes"])[cats].mean().sort_index()
+            multi_lanes = g.index.get_level_values("lanes").nunique() > 1
+            x = np.arange(len(g.index))
+            bottom = np.zeros(len(g.index))
+            for cat in cats:
+                vals = g[cat].to_numpy(dtype=float) * 100
+                ax.bar(x, vals, bottom=bottom, color=CATEGORY_COLOURS[cat],
+                       edgecolor="white", linewidth=0.5)
+                bottom += vals
+            labels = [f"{int(v)}\n{int(la)}L" if multi_lanes and la > 0 else str(int(v))
+                      for v, la in g.index]
+            ax.set_xticks(x, labels)
+            ax.set_xlabel("VLEN (bits)")
+            ax.set_title(f"{k}" + (f" ({tmod})" if tmod is not None else ""))
+        axs[0][0].set_ylabel("share of ROI cycles (%)")
+        handles = [Patch(color=CATEGORY_COLOURS[c], label=c) for c in reversed(cats)]
+        axs[0][-1].legend(handles=handles, fontsize=7, loc="upper left",
+                          bbox_to_anchor=(1.0, 1.0))
         return _save(fig, out_dir, "q8_breakdown")
 
 
@@ -212,21 +214,25 @@ def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                       & (u["lane_util"] > 0)])
     if u.empty:
         raise Skip("lane utilisation: no fa-v run with the patch's vecTiming.laneUtilization")
+    models = sorted(pd.unique(u["model"])) if "model" in u.columns else [None]
+    phases = [p for p in ("prefill", "decode") if p in set(u.get("phase", []))] or [None]
     with plt.rc_context(STYLE):
-        phases = [p for p in ("prefill", "decode") if p in set(u.get("phase", []))] or [None]
-        fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.2),
-                                squeeze=False)
-        for ax, phase in zip(axs[0], phases, strict=True):
-            tp = _sel(u, "phase", phase)
-            for li, lanes in enumerate(sorted(pd.unique(tp["lanes"]))):
-                g = tp[tp["lanes"] == lanes].groupby("vlen")["lane_util"].mean()
-                ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
-                        color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
-            _log2_x(ax, sorted(pd.unique(tp["vlen"])))
-            ax.set_ylim(0, 105)
-            ax.set_ylabel("lane utilisation (%)")
-            ax.set_title(f"{MAIN_KERNEL}" + (f", {phase}" if phase else ""))
-            ax.legend(fontsize=7)
+        fig, axs = plt.subplots(len(models), len(phases),
+                                figsize=(4.2 * len(phases), 3.2 * len(models)), squeeze=False)
+        for i, model in enumerate(models):
+            for j, phase in enumerate(phases):
+                ax = axs[i][j]
+                tp = _sel(_sel(u, "model", model), "phase", phase)
+                for li, lanes in enumerate(sorted(pd.unique(tp["lanes"]))):
+                    g = tp[tp["lanes"] == lanes].groupby("vlen")["lane_util"].mean()
+                    ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
+                            color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
+                if not tp.empty:
+                    _log2_x(ax, sorted(pd.unique(tp["vlen"])))
+                    ax.legend(fontsize=7)
+                ax.set_ylim(0, 105)
+                ax.set_ylabel("lane utilisation (%)")
+                ax.set_title(", ".join(str(x) for x in (MAIN_KERNEL, model, phase) if x))
         return _save(fig, out_dir, "lane_utilisation")
 
 
