@@ -471,12 +471,34 @@ def _find(name_or_path: str | Path, directory: Path) -> Path:
     if looks_like_path:
         if candidate.is_file():
             return candidate
-        raise UarchError(f"{text}: file not found")
+        available = ", ".join(list_uarchs(directory)) or "none"
+        raise UarchError(f"{text}: file not found (uarchs in {_display(directory)}: {available})")
     path = Path(directory) / f"{text}.yaml"
     if path.is_file():
         return path
     available = ", ".join(list_uarchs(directory)) or "none"
     raise UarchError(f"{_display(path)}: no uarch named {text!r} (available: {available})")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, (str, int, float, bool)) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
+)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -488,7 +510,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise UarchError(f"{shown}: not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]

@@ -241,8 +241,9 @@ def test_unknown_name_lists_available() -> None:
 
 
 def test_missing_path() -> None:
-    with pytest.raises(UarchError, match="nowhere/x.yaml: file not found"):
+    with pytest.raises(UarchError, match="nowhere/x.yaml: file not found") as exc:
         load_uarch("nowhere/x.yaml")
+    assert "paper-vl-scaled" in str(exc.value)
 
 
 # ----------------------------------------------------------------------------- malformed
@@ -382,6 +383,10 @@ def test_malformed_yaml(tmp_path: Path, case: str, mutate: Any, expected: str) -
         ("- 1\n- 2\n", "top level: expected a mapping"),
         ("just a string\n", "top level: expected a mapping"),
         ("1: one\n", "1: keys must be strings"),
+        ("name: broken\nclock: 2GHz\nclock: 1GHz\n", "line 3, column 1: duplicate key 'clock'"),
+        ("name: broken\ncaches:\n  l1i: {size: 1KiB, size: 2KiB}\n", "duplicate key 'size'"),
+        ("name: broken\nvlen: [unclosed\n", "YAML syntax error at line"),
+        ("name: broken\n\tclock: 2GHz\n", "YAML syntax error at line 2"),
     ],
 )
 def test_malformed_text(tmp_path: Path, text: str, expected: str) -> None:
