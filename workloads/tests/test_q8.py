@@ -119,6 +119,20 @@ def test_fp16_table(kernel: str, vlen: int, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("vlen", VLENS)
+@pytest.mark.parametrize(("rows", "cols"), [(300, 96), (61, 2048), (1, 32)])
+def test_split_mac_sext(vlen: int, rows: int, cols: int, tmp_path: Path) -> None:
+    """--split-mac sext forms the same int32 sums, so y is bit-identical to pair."""
+    args = ["--kernel", "q8-split", "--rows", str(rows), "--cols", str(cols), "--seed", "5"]
+    rec = run_ok("q8", [*args, "--split-mac", "sext", "--dump", str(tmp_path / "s")], vlen)
+    assert rec["split_mac"] == "sext" and rec["tile_rows"] == vlen // 8
+    rec = run_ok("q8", [*args, "--dump", str(tmp_path / "p")], vlen)
+    assert rec["split_mac"] == "pair"
+    ys = np.fromfile(tmp_path / "s" / "y.bin", dtype="<f4")
+    yp = np.fromfile(tmp_path / "p" / "y.bin", dtype="<f4")
+    np.testing.assert_array_equal(ys, yp)
+
+
+@pytest.mark.parametrize("vlen", VLENS)
 def test_packed_pack_x_once(vlen: int) -> None:
     rec = run_ok("q8", ["--kernel", "q8-packed", "--pack-x", "once", "--model",
                         "tinyllama-1.1b", "--proj", "down", "--max-rows", "9"], vlen)
@@ -274,6 +288,13 @@ BAD_ARGS = [
      "--pack-x"),
     ("q8", ["--kernel", "q8-split", "--rows", "4", "--cols", "32", "--roi", "gem5"], "--roi"),
     ("q8", ["--kernel", "q8-split", "--rows", "4", "--cols", "32", "--fp16", "zfh"], "--fp16"),
+    ("q8", ["--kernel", "q8-ggml", "--rows", "4", "--cols", "32", "--split-mac", "sext"],
+     "--split-mac"),
+    ("q8", ["--kernel", "q8-split", "--rows", "4", "--cols", "32", "--split-mac", "quad"],
+     "--split-mac"),
+    ("q8", ["--kernel", "q8-split", "--model", "llama-3.2-1b", "--proj", "q", "--rows", "4"],
+     "--rows"),
+    ("q8", ["--kernel", "q8-split", "--rows", "4", "--cols", "32", "--proj", "q"], "--proj"),
     ("q8-scalar", ["--kernel", "q8-split", "--rows", "4", "--cols", "32"], "--kernel"),
     ("q8-scalar", ["--kernel", "q8-ggml", "--rows", "4", "--cols", "32"], "--kernel"),
 ]

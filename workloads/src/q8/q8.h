@@ -84,5 +84,7 @@ size_t q8_split_tile_rows(void);
 /* Set-up (outside the ROI): ggml layout -> split layout. */
 void q8_split_convert(const q8_problem *p, q8_split_layout *s);
 void q8_split_free(q8_split_layout *s);
-void q8_split(const q8_split_layout *s, const block_q8 *xq, const float *f16tab, float *y);
+/* sext: 0 = int8 pair products widened to int32 (default), 1 = sign-extend + int16 MAC */
+void q8_split(const q8_split_layout *s, const block_q8 *xq, const float *f16tab, int sext,
+              float *y);
 #endif

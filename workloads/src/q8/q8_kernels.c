@@ -151,8 +151,53 @@ void q8_split_free(q8_split_layout *s) {
     s->ws = NULL;
 }
 
+/* int32 sums of one 32-column block for the vl rows of a tile, "pair" form: per column
+ * pair int8 x int8 -> int16 at SEW 8, then widen-add into int32 at SEW 16. */
+Q8_AI vint32m4_t split_block_pair(const int8_t *wb, const int8_t *xb, size_t vl) {
+    vint32m4_t isum = __riscv_vmv_v_x_i32m4(0, vl);
+    /* 8 columns per step: the four SEW=8 pair products first, then the four SEW=16
+     * widen-adds, so vtype changes twice per 8 columns, not twice per pair. Kept
+     * rolled: a full unroll makes clang hoist all products and spill registers. */
+#pragma clang loop unroll(disable)
+    for (int k = 0; k < QK; k += 8) {
+        const int8_t *c = wb + (size_t)k * vl;
+        vint16m2_t p0 = __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c, vl), xb[k], vl);
+        p0 = __riscv_vwmacc_vx_i16m2(p0, xb[k + 1], __riscv_vle8_v_i8m1(c + vl, vl), vl);
+        vint16m2_t p1 =
+            __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 2 * vl, vl), xb[k + 2], vl);
+        p1 = __riscv_vwmacc_vx_i16m2(p1, xb[k + 3], __riscv_vle8_v_i8m1(c + 3 * vl, vl), vl);
+        vint16m2_t p2 =
+            __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 4 * vl, vl), xb[k + 4], vl);
+        p2 = __riscv_vwmacc_vx_i16m2(p2, xb[k + 5], __riscv_vle8_v_i8m1(c + 5 * vl, vl), vl);
+        vint16m2_t p3 =
+            __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 6 * vl, vl), xb[k + 6], vl);
+        p3 = __riscv_vwmacc_vx_i16m2(p3, xb[k + 7], __riscv_vle8_v_i8m1(c + 7 * vl, vl), vl);
+        isum = __riscv_vwadd_wv_i32m4(isum, p0, vl);
+        isum = __riscv_vwadd_wv_i32m4(isum, p1, vl);
+        isum = __riscv_vwadd_wv_i32m4(isum, p2, vl);
+        isum = __riscv_vwadd_wv_i32m4(isum, p3, vl);
+    }
+    return isum;
+}
+
+/* The same sums, "sext" form: every op at SEW 16 (no vtype change at all): sign-extend
+ * the int8 column to int16, then int16 x scalar int16 -> int32 multiply-accumulate.
+ * More element-bits of work per column (16 + 32 vs 16 + 16 + 16 per pair), no toggles. */
+Q8_AI vint32m4_t split_block_sext(const int8_t *wb, const int8_t *xb, size_t vl) {
+    vint32m4_t isum = __riscv_vmv_v_x_i32m4(0, vl);
+#pragma clang loop unroll(disable)
+    for (int k = 0; k < QK; k += 4) {
+        const int8_t *c = wb + (size_t)k * vl;
+        for (int u = 0; u < 4; u++) {
+            vint16m2_t w16 = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(c + u * vl, vl), vl);
+            isum = __riscv_vwmacc_vx_i32m4(isum, xb[k + u], w16, vl);
+        }
+    }
+    return isum;
+}
+
 Q8_AI void split_impl(const q8_split_layout *s, const block_q8 *xq, float *y,
-                      const float *tab, int use_tab) {
+                      const float *tab, int use_tab, int sext) {
     const size_t rows = s->rows, cols = s->cols, nb = s->nb, T = s->tile;
     for (size_t t0 = 0; t0 < rows; t0 += T) {
         /* rows in this tile: <= VLMAX, so vsetvl grants exactly that */
@@ -161,34 +206,9 @@ Q8_AI void split_impl(const q8_split_layout *s, const block_q8 *xq, float *y,
         const float *st = s->ws + t0 * nb;
         vfloat32m4_t acc = __riscv_vfmv_v_f_f32m4(0.0f, vl);
         for (size_t b = 0; b < nb; b++) {
-            const int8_t *xb = xq[b].qs;
             const int8_t *wb = wt + b * QK * vl;
-            vint32m4_t isum = __riscv_vmv_v_x_i32m4(0, vl);
-            /* 8 columns per step: the four SEW=8 pair products first, then the four SEW=16
-             * widen-adds, so vtype changes twice per 8 columns, not twice per pair. Kept
-             * rolled: a full unroll makes clang hoist all products and spill registers. */
-#pragma clang loop unroll(disable)
-            for (int k = 0; k < QK; k += 8) {
-                const int8_t *c = wb + (size_t)k * vl;
-                vint16m2_t p0 = __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c, vl), xb[k], vl);
-                p0 = __riscv_vwmacc_vx_i16m2(p0, xb[k + 1], __riscv_vle8_v_i8m1(c + vl, vl), vl);
-                vint16m2_t p1 =
-                    __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 2 * vl, vl), xb[k + 2], vl);
-                p1 = __riscv_vwmacc_vx_i16m2(p1, xb[k + 3],
-                                             __riscv_vle8_v_i8m1(c + 3 * vl, vl), vl);
-                vint16m2_t p2 =
-                    __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 4 * vl, vl), xb[k + 4], vl);
-                p2 = __riscv_vwmacc_vx_i16m2(p2, xb[k + 5],
-                                             __riscv_vle8_v_i8m1(c + 5 * vl, vl), vl);
-                vint16m2_t p3 =
-                    __riscv_vwmul_vx_i16m2(__riscv_vle8_v_i8m1(c + 6 * vl, vl), xb[k + 6], vl);
-                p3 = __riscv_vwmacc_vx_i16m2(p3, xb[k + 7],
-                                             __riscv_vle8_v_i8m1(c + 7 * vl, vl), vl);
-                isum = __riscv_vwadd_wv_i32m4(isum, p0, vl);
-                isum = __riscv_vwadd_wv_i32m4(isum, p1, vl);
-                isum = __riscv_vwadd_wv_i32m4(isum, p2, vl);
-                isum = __riscv_vwadd_wv_i32m4(isum, p3, vl);
-            }
+            vint32m4_t isum = sext ? split_block_sext(wb, xq[b].qs, vl)
+                                   : split_block_pair(wb, xq[b].qs, vl);
             vfloat32m4_t fsum = __riscv_vfcvt_f_x_v_f32m4(isum, vl);
             vfloat32m4_t sc = __riscv_vle32_v_f32m4(st + b * vl, vl);
             sc = __riscv_vfmul_vf_f32m4(sc, q8_scale(xq[b].d, tab, use_tab), vl);
@@ -198,9 +218,12 @@ Q8_AI void split_impl(const q8_split_layout *s, const block_q8 *xq, float *y,
     }
 }
 
-void q8_split(const q8_split_layout *s, const block_q8 *xq, const float *f16tab, float *y) {
-    if (f16tab) split_impl(s, xq, y, f16tab, 1);
-    else split_impl(s, xq, y, NULL, 0);
+void q8_split(const q8_split_layout *s, const block_q8 *xq, const float *f16tab, int sext,
+              float *y) {
+    if (f16tab && sext) split_impl(s, xq, y, f16tab, 1, 1);
+    else if (f16tab) split_impl(s, xq, y, f16tab, 1, 0);
+    else if (sext) split_impl(s, xq, y, NULL, 0, 1);
+    else split_impl(s, xq, y, NULL, 0, 0);
 }
 
 #endif /* VLSCALE_VECTOR */

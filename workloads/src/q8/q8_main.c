@@ -14,6 +14,7 @@ static const char *const KERNELS[] = {"q8-scalar", "q8-ggml", "q8-packed", "q8-s
 static const char *const PROJS[] = {"q", "k", "v", "o", "gate", "up", "down", NULL};
 static const char *const PACK_X[] = {"row", "once", NULL};
 static const char *const FP16[] = {"bits", "table", NULL};
+static const char *const SPLIT_MAC[] = {"pair", "sext", NULL};
 
 static void proj_shape(const model_shape *m, const char *proj, long *rows, long *cols) {
     const long h = m->hidden, qd = (long)m->heads * m->head_dim;
@@ -124,6 +125,13 @@ int main(int argc, char **argv) {
     } else {
         pack_x = "row";
     }
+    const char *split_mac = arg_str(&a, "split-mac", NULL);
+    if (split_mac) {
+        if (strcmp(kernel, "q8-split") != 0) die_arg("--split-mac: only for --kernel q8-split");
+        split_mac = arg_choice(&a, "split-mac", NULL, SPLIT_MAC);
+    } else {
+        split_mac = "pair";
+    }
     const char *fp16 = arg_choice(&a, "fp16", "bits", FP16);
     args_finish(&a);
 
@@ -162,7 +170,7 @@ int main(int argc, char **argv) {
 #if VLSCALE_VECTOR
     else if (!strcmp(kernel, "q8-ggml")) q8_ggml(&p, y);
     else if (!strcmp(kernel, "q8-packed")) q8_packed(&p, y, !strcmp(pack_x, "once"), xbuf);
-    else q8_split(&split, xq, f16tab, y);
+    else q8_split(&split, xq, f16tab, !strcmp(split_mac, "sext"), y);
 #endif
     roi_end(roi);
 
@@ -206,7 +214,10 @@ int main(int argc, char **argv) {
         json_int("blocks_per_reg", blocks_per_reg);
         json_str("pack_x", pack_x);
     }
-    if (!strcmp(kernel, "q8-split")) json_int("tile_rows", tile_rows);
+    if (!strcmp(kernel, "q8-split")) {
+        json_int("tile_rows", tile_rows);
+        json_str("split_mac", split_mac);
+    }
     json_num("max_abs_err", e.max_abs);
     json_num("max_rel_err", e.max_rel);
     json_int("n_bad", (long)e.n_bad);
