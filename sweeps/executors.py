@@ -7,6 +7,7 @@ cmd.sh; an executor only has to get ``bash cmd.sh`` executed somewhere, once.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -113,7 +114,7 @@ class LocalExecutor:
                             mark(d, "timeout", f"runner did not stop within {backstop:g} s")
                             finished.append(p)
                     if not finished:
-                        _wait_any(0.02)
+                        _wait_any(list(running), 0.5)
                 for p in finished:
                     d, _ = running.pop(p)
                     if read_status(d) is None:
@@ -157,5 +158,18 @@ def _killpg(p: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
-def _wait_any(timeout: float) -> None:
-    time.sleep(timeout)
+def _wait_any(procs: list[subprocess.Popen[bytes]], timeout: float) -> None:
+    """Sleep until one of `procs` exits (pidfd + select) or `timeout` passes."""
+    fds = []
+    try:
+        for p in procs:
+            try:
+                fds.append(os.pidfd_open(p.pid))
+            except ProcessLookupError:
+                return  # already gone: reap it now
+        select.select(fds, [], [], timeout)
+    except (AttributeError, OSError):
+        time.sleep(0.01)
+    finally:
+        for fd in fds:
+            os.close(fd)

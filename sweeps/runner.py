@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -232,20 +233,34 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None, grace: float, st
     deadline = time.monotonic() + timeout if timeout else None
     why: str | None = None
     kill_at: float | None = None
-    delay = 0.002
-    while True:
-        try:
-            return proc.wait(timeout=delay), why
-        except subprocess.TimeoutExpired:
-            delay = min(delay * 2, 0.1)
-        t = time.monotonic()
-        if why is None and (stop.signum is not None or (deadline and t >= deadline)):
-            why = "killed" if stop.signum is not None else "timeout"
-            _signal_group(proc, signal.SIGINT)
-            kill_at = t + grace
-        if kill_at is not None and t >= kill_at:
-            _signal_group(proc, signal.SIGKILL)
-            kill_at = None
+    try:
+        pidfd: int | None = os.pidfd_open(proc.pid)  # readable when the child exits
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            rc = proc.poll()
+            if rc is not None:
+                return rc, why
+            t = time.monotonic()
+            if why is None and (stop.signum is not None or (deadline and t >= deadline)):
+                why = "killed" if stop.signum is not None else "timeout"
+                _signal_group(proc, signal.SIGINT)
+                kill_at = t + grace
+            if kill_at is not None and t >= kill_at:
+                _signal_group(proc, signal.SIGKILL)
+                kill_at = None
+            nap = 0.1
+            for edge in (deadline if why is None else None, kill_at):
+                if edge is not None:
+                    nap = min(nap, max(0.0, edge - t))
+            if pidfd is not None:
+                select.select([pidfd], [], [], nap)
+            else:
+                time.sleep(min(nap, 0.01))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
