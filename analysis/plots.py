@@ -103,12 +103,17 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
             phases = [p for p in ("prefill", "decode") if p in set(tm["phase"])]
             fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.2),
                                     squeeze=False)
+            all_lanes = sorted(pd.unique(tm["lanes"])) if "lanes" in tm else [None]
+            colour = {la: OKABE_ITO[i % len(OKABE_ITO)] for i, la in
+                      enumerate(x for x in all_lanes if x is None or x > 0)}
+            colour[0] = "#000000"  # runs whose timing model ignores lanes
             for ax, phase in zip(axs[0], phases, strict=True):
                 tp = tm[tm["phase"] == phase]
                 for si, tmod in enumerate(_timing_models(tp)):
                     tt = _sel(tp, "timing_model", tmod)
                     lane_vals = sorted(pd.unique(tt["lanes"])) if "lanes" in tt else [None]
-                    for li, lanes in enumerate(lane_vals):
+                    for lanes in lane_vals:
+                        li = all_lanes.index(lanes)
                         tl = _sel(tt, "lanes", lanes).groupby("vlen")[
                             "speedup_vs_ggml-scalar"].mean().sort_index()
                         label = _lanes_label(lanes) if lanes is not None else "all"
@@ -116,7 +121,7 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                             label += f", {tmod}"
                         ax.plot(tl.index, tl.values, linestyle=styles[si % 4],
                                 marker=MARKERS[li % len(MARKERS)],
-                                color=OKABE_ITO[li % len(OKABE_ITO)], label=label)
+                                color=colour[lanes], label=label)
                 _log2_x(ax, sorted(pd.unique(tp["vlen"])))
                 ax.set_ylabel("speedup vs ggml-scalar")
                 ax.set_title(f"{model}, {phase}")
@@ -175,6 +180,8 @@ def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Stacked bars of the Q8_0 cycle shares across VLEN, one panel per layout (kernel) and a
     row per timing model; several lane counts give one bar per (VLEN, lanes)."""
     t = tables.q8_breakdown_table(df)
+    if t.empty:
+        raise Skip("Q8_0 breakdown: no usable gem5 run of a q8 kernel")
     _need(t, ["kernel", "vlen"], "Q8_0 breakdown")
     t = _fill_lanes(t) if "lanes" in t.columns else t.assign(lanes=0)
     cats = ["packing", "reduction", "mac", "other"]

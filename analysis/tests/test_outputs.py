@@ -113,3 +113,54 @@ def test_report_renders_in_headless_chromium(sweep: Path, tmp_path: Path) -> Non
                         out.as_uri()], capture_output=True, timeout=120, check=True)
     assert shot.exists() and shot.read_bytes().startswith(b"\x89PNG")
     assert shot.stat().st_size > 20_000  # a blank page is a few kB
+
+
+def test_planner_shaped_grid(tmp_path: Path) -> None:
+    """Axes as the sweep planner writes them (null for ignored axes), fixed and lanes timing
+    models, prefill and decode, two models: every figure is drawn, speedups match."""
+    from conftest import write_run
+
+    from analysis import synth
+
+    names = ("uarch", "vlen", "lanes", "timing_model", "kernel", "precision", "model",
+             "phase", "n", "l", "proj", "seed")
+    root = tmp_path / "results" / "grid"
+
+    def axes(**kw: object) -> dict[str, object]:
+        return {**dict.fromkeys(names), **kw}
+
+    i = 0
+    for model in ("tinyllama-1.1b", "qwen2.5-3b"):
+        for phase, shape in (("prefill", {"n": 16}), ("decode", {"l": 64})):
+            common = {"uarch": "vp", "precision": "fp32", "model": model, "phase": phase,
+                      "seed": 1, **shape}
+            write_run(root, f"s{i}", axes(kernel="ggml-scalar", **common),
+                      stats=synth.roi_stats_text(8_000_000, 10, filler=False))
+            i += 1
+            for tm, lane_set in (("lanes", (8, 16)), ("fixed", (None,))):
+                for v in (512, 1024, 2048):
+                    for la in lane_set:
+                        for k, c in (("ggml-vec", 1_000_000), ("fa-v", 400_000 * 512 // v)):
+                            vt = {"busyCycles": {"SimdFloatMultAcc": c // 2},
+                                  "laneUtilization": 0.5}
+                            write_run(root, f"r{i}", axes(kernel=k, vlen=v, lanes=la,
+                                                          timing_model=tm, **common),
+                                      stats=synth.roi_stats_text(c, 10, filler=False,
+                                                                 vec_timing=vt))
+                            i += 1
+    df = collect(root).df
+    assert df["usable"].all()
+    sp = tables.speedup_table(df)
+    fixed = sp[(sp["timing_model"] == "fixed") & (sp["kernel"] == "fa-v")]
+    assert len(fixed) == 12 and fixed["lanes"].isna().all()
+    r = fixed[(fixed["vlen"] == 2048) & (fixed["model"] == "qwen2.5-3b")
+              & (fixed["phase"] == "decode")].iloc[0]
+    assert r["speedup_vs_ggml-scalar"] == pytest.approx(80.0)
+    assert r["speedup_vs_ggml-vec"] == pytest.approx(10.0)
+    summ = tables.speedup_summary(sp)
+    assert (summ["lanes"] == "-").sum() == 12
+    made, notes = plots.make_all(df, tmp_path / "f")
+    assert notes == ["Q8_0 breakdown: no usable gem5 run of a q8 kernel"]
+    assert "q8_breakdown" not in made
+    assert len(made["speedup_vs_vlen"]) == 4 and len(made["vlen_lanes_heatmap"]) == 4
+    assert len(made["peak_share"]) == 2 and len(made["lane_utilisation"]) == 2
