@@ -58,7 +58,15 @@ def git_rev() -> str | None:
 def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
                   ) -> tuple[Spec, Path, str, Plan]:
     spec, path, text = load_spec(spec_arg)
-    plan = build_plan(spec, _shown(path), HashCache(results / ".sha256-cache.json"), require_inputs)
+    fallback = None
+    if spec.target == "gem5" and not os.environ.get("GEM5"):
+        try:
+            fallback = json.loads((results / spec.name / "provenance.json").read_text()
+                                  ).get("gem5_sha256")
+        except (OSError, ValueError, AttributeError):
+            fallback = None
+    plan = build_plan(spec, _shown(path), HashCache(results / ".sha256-cache.json"), require_inputs,
+                      fallback)
     return spec, path, text, plan
 
 
@@ -163,7 +171,9 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
         prov = {"sweep": spec.name, "created": invocation["started"], "invocations": []}
     prov.update({"spec_sha256": hashlib.sha256(text.encode()).hexdigest(),
                  "vecscale_git": git_rev(), "target": spec.target,
-                 "gem5": os.environ.get("GEM5") if spec.target == "gem5" else None})
+                 "gem5": os.environ.get("GEM5") if spec.target == "gem5" else None,
+                 "gem5_sha256": next((r.run_json["gem5_sha256"] for r in plan.runs.values()),
+                                     None)})
     prov["invocations"].append(invocation)
     write_json_atomic(prov_path, prov)
 

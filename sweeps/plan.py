@@ -177,7 +177,7 @@ def workload_args(axes: dict[str, Any], roi: str) -> list[str]:
 
 
 def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
-               require_inputs: bool = False) -> Plan:
+               require_inputs: bool = False, gem5_sha_fallback: str | None = None) -> Plan:
     """Expand, filter, resolve and hash. `require_inputs`: missing binaries are errors."""
     hashes = hashes or HashCache(None)
     plan = Plan(spec)
@@ -201,11 +201,16 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
     if spec.target == "gem5":
         gem5 = os.environ.get("GEM5")
         if not gem5:
-            msg = "GEM5 is not set (path to a patched gem5.opt); ids below use gem5 'unknown'"
             if require_inputs:
                 raise SpecError(f"{shown}: target gem5: GEM5 is not set (export GEM5=path "
                                 "to a patched build/RISCV/gem5.opt)")
-            plan.warnings.append(msg)
+            if gem5_sha_fallback:
+                gem5_sha = gem5_sha_fallback
+                plan.warnings.append("GEM5 is not set; using the gem5 binary hash recorded "
+                                     f"by the last run of this sweep ({gem5_sha[:12]})")
+            else:
+                plan.warnings.append("GEM5 is not set (path to a patched gem5.opt); ids "
+                                     "below use gem5 'unknown'")
         else:
             gem5_sha = hashes.file(Path(gem5))
             if gem5_sha is None:

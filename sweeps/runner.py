@@ -113,7 +113,7 @@ def classify(run: dict[str, Any], rundir: str, rc: int, why: str | None,
                 return "missing-stats", "stats.txt was not written", code
             if not has_dump:
                 return "missing-stats", "stats.txt has no statistics dump", code
-        return _by_exit(code, result, f"workload {wcause}".strip()) + (code,)
+        return _by_exit(code, result, f"gem5: {wcause}" if wcause else "") + (code,)
     if rc < 0:
         return "crashed", f"target killed by {signal_name(-rc)}", None
     return _by_exit(rc, result, "") + (rc,)

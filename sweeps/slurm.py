@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,6 +122,12 @@ class SlurmExecutor:
             for attempt in range(1 + max(0, self.opts.resubmit)):
                 job = self.submit(todo)
                 self.follow(job, todo)
+                acct = self.accounting(job)
+                if acct:
+                    states = Counter(ln.split("|")[1].split()[0] for ln in acct.splitlines()
+                                     if ln.count("|") >= 2)
+                    sys.stderr.write(f"job {job} (sacct): "
+                                     + ", ".join(f"{k} {v}" for k, v in states.items()) + "\n")
                 todo = [d for d in todo if read_status(d) is None]
                 if not todo:
                     return
