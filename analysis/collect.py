@@ -155,6 +155,11 @@ def _stats_metrics(text: str, source: str, roi: int) -> dict[str, Any]:
     dumps = parse_text(text, source)
     if not 1 <= roi <= len(dumps):
         raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
+    if roi == len(dumps) == 1:
+        # gem5 always appends a dump at exit (atexit), so a file with one dump has no ROI
+        # dump: the workload's dump_stats never ran (ROI m5ops not enabled?).
+        raise StatsError(f"{source}: only one dump (gem5's exit dump): the workload's ROI "
+                         "dump is missing")
     d = dumps[roi - 1]
     m: dict[str, Any] = {"n_dumps": len(dumps)}
     if not d.has(f"{CPU}.numCycles"):

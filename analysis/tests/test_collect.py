@@ -188,3 +188,11 @@ def test_parallel_collect_equals_serial(sweep: Path) -> None:
     serial = collect(sweep, use_cache=False, write_cache=False, jobs=1).df
     par = collect(sweep, use_cache=False, write_cache=False, jobs=2, parallel_min=1).df
     pd.testing.assert_frame_equal(serial, par)
+
+
+def test_single_dump_means_no_roi_dump(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    one = synth.stats_text([synth.dump_lines(5000, 100, filler=False)])
+    write_run(root, "x", attn_axes("fa-v", 512, 8), stats=one)
+    r = _row(collect(root).df, "x")
+    assert not r["usable"] and "ROI dump is missing" in r["analysis_error"]
