@@ -26,7 +26,7 @@ static void RVV_CAT3(FN(fav_pk), _, NREP)(const fav_ctx *c, int i, int reg0, int
         mo[u] = ((size_t)(i - r0) * H + hb) * D;
     }
 #define INIT(u)                                                                   \
-    const VF q##u = VLE(p->q + qo[u], vl[u]);                                     \
+    const VF q##u = __riscv_vfmul(VLE(p->q + qo[u], vl[u]), p->scale, vl[u]); /* q*scale */ \
     VF acc##u = first ? VFMV(0.0f, vl[u]) : VLE(p->o + qo[u], vl[u]);             \
     VF mx##u = first ? VFMV(-1e30f, vl[u]) : VLE(c->m + mo[u], vl[u]);            \
     VF sm##u = first ? VFMV(0.0f, vl[u]) : VLE(c->s + mo[u], vl[u]);
@@ -47,7 +47,7 @@ static void RVV_CAT3(FN(fav_pk), _, NREP)(const fav_ctx *c, int i, int reg0, int
         VF pr = __riscv_vfmul(q##u, kk, n);                                          \
         for (int w = D >> 1; w > 0; w >>= 1)                                         \
             pr = __riscv_vfadd(pr, __riscv_vslidedown(pr, (size_t)w, n), n);         \
-        const VF s = __riscv_vfmul(__riscv_vrgather(pr, seg_base, n), p->scale, n);  \
+        const VF s = __riscv_vrgather(pr, seg_base, n); /* scores, per segment */     \
         const VF dd = __riscv_vfsub(s, mx##u, n);                                    \
         const VF e = FN(vexp)(__riscv_vfneg(__riscv_vfabs(dd, n), n), n);            \
         const VB up = __riscv_vmfgt(dd, 0.0f, n);   /* new maximum */                \
