@@ -170,6 +170,8 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
 
 def resolve_binary(run: dict, path: Path) -> Path:
     name = run["workload"]["binary"]
+    if run["workload"].get("path"):
+        name = run["workload"]["path"]
     candidates = [Path(name)]
     if not Path(name).is_absolute():
         repo = Path(__file__).resolve().parent.parent
