@@ -1,0 +1,39 @@
+"""The attention kernels complete in gem5 with their self-checks passing (needs GEM5).
+
+TinyLlama, prefill N = 64 and decode L = 256, at VLEN 512 and 8192, under every timing
+model. Slow (minutes per run on 2 cores): runs only when GEM5 points to a patched build.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+KERNELS = ["ggml-scalar", "ggml-vec", "fa-v"]
+PHASES = [["--phase", "prefill", "--n", "64"], ["--phase", "decode", "--l", "256"]]
+POINTS = [("paper-fixed", 512, "none"), ("paper-fixed", 8192, "none"),
+          ("paper-vl-scaled", 512, "8"), ("paper-vl-scaled", 8192, "64"),
+          ("vitruvius-plus", 512, "8"), ("vitruvius-plus", 8192, "64")]
+
+
+@pytest.mark.parametrize("uarch, vlen, lanes", POINTS)
+@pytest.mark.parametrize("phase", PHASES, ids=["prefill", "decode"])
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, phase: list[str], uarch: str,
+                        vlen: int, lanes: str) -> None:
+    if kernel == "ggml-scalar" and (vlen != 512 or uarch != "paper-fixed"):
+        pytest.skip("ggml-scalar ignores VLEN and the vector timing model")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.one", uarch, str(vlen), lanes, "--results",
+         str(tmp_path), "--", "--kernel", kernel, "--model", "tinyllama-1.1b", *phase],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True
+    if kernel != "ggml-scalar":
+        assert rec["vlen"] == vlen
+    assert "ROI cycles:" in proc.stdout
