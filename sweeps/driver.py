@@ -180,6 +180,7 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
 
 def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     """Run what is missing; returns the exit status (0 all ok, 1 failures, 130 interrupted)."""
+    opts.results = opts.results.resolve()  # cmd.sh runs from the repo root
     spec, path, text, plan = load_and_plan(spec_arg, opts.results, require_inputs=True)
     if spec.target == "gem5" and not gem5_config().is_file():
         raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
