@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from analysis import synth
 
 MODEL = "tinyllama-1.1b"  # 32 heads, 4 KV heads, head_dim 64
@@ -101,8 +99,3 @@ def build_sweep(root: Path) -> Path:
               result={"workload": "q8", "kernel": "q8-ggml", "rows": 64, "cols": 2048,
                       "pass": True, "max_abs_err": 0.0, "max_rel_err": 0.0})
     return root
-
-
-@pytest.fixture
-def sweep(tmp_path: Path) -> Path:
-    return build_sweep(tmp_path / "results" / "synthetic")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import attn_axes, attn_result, write_run
 
 from analysis import synth, tables
 from analysis.__main__ import main
 from analysis.collect import CollectError, collect
+from analysis.tests.synthetic_sweep import attn_axes, attn_result, write_run
 
 
 def _row(df: pd.DataFrame, rid: str) -> dict:

@@ -118,9 +118,8 @@ def test_report_renders_in_headless_chromium(sweep: Path, tmp_path: Path) -> Non
 def test_planner_shaped_grid(tmp_path: Path) -> None:
     """Axes as the sweep planner writes them (null for ignored axes), fixed and lanes timing
     models, prefill and decode, two models: every figure is drawn, speedups match."""
-    from conftest import write_run
-
     from analysis import synth
+    from analysis.tests.synthetic_sweep import write_run
 
     names = ("uarch", "vlen", "lanes", "timing_model", "kernel", "precision", "model",
              "phase", "n", "l", "proj", "seed")
