@@ -66,20 +66,31 @@ class Dump:
             tok = fields[1]
         return _parse_value(tok, name, self.source)
 
+    def _find(self, name: str) -> int:
+        """Text position just after ``name`` at a line start, or -1. gem5 separates name and
+        value with spaces; a tab is accepted too."""
+        key = "\n" + name + " "
+        pos = self._text.find(key)
+        if pos < 0:
+            key = "\n" + name + "\t"
+            pos = self._text.find(key)
+            if pos < 0:
+                return -1
+        return pos + len(key)
+
     def has(self, name: str) -> bool:
         if self._dict is not None:
             return name in self._dict
-        return self._text.find("\n" + name + " ") >= 0
+        return self._find(name) >= 0
 
     def get(self, name: str, default: float = 0.0) -> float:
         """Value of a scalar stat (or one vector element, ``base::sub``); absent -> default."""
         if self._dict is not None:
             return self._dict.get(name, default)
-        key = "\n" + name + " "
-        pos = self._text.find(key)
+        pos = self._find(name)
         if pos < 0:
             return default
-        return self._value_at(pos + len(key), name)
+        return self._value_at(pos, name)
 
     def vector(self, base: str) -> dict[str, float]:
         """All elements ``base::sub`` of a vector/distribution/formula as {sub: value}.

@@ -159,3 +159,9 @@ def test_real_gem5_files(path: Path) -> None:
     for d in dumps:
         full = d.to_dict()
         assert full.get("simTicks", 0) == d.get("simTicks")
+
+
+def test_tab_separated_entries() -> None:
+    d = parse_text(B + "system.cpu.numCycles\t77\t# cycles\nsystem.cpu.v::a\t3\n" + E)[0]
+    assert d.get("system.cpu.numCycles") == 77
+    assert d.vector("system.cpu.v") == {"a": 3}
