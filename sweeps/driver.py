@@ -55,6 +55,21 @@ def git_rev() -> str | None:
         return None
 
 
+def precompile_runner() -> None:
+    """Write .pyc files for the modules every run imports: Python reads them even with
+    PYTHONDONTWRITEBYTECODE set, and compiling them once per run is most of a trivial
+    run's overhead."""
+    import importlib.util
+    import py_compile
+
+    for name in ("__init__.py", "results.py", "runner.py"):
+        src = str(Path(__file__).with_name(name))
+        try:
+            py_compile.compile(src, cfile=importlib.util.cache_from_source(src), doraise=True)
+        except (OSError, py_compile.PyCompileError):
+            pass
+
+
 def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
                   ) -> tuple[Spec, Path, str, Plan]:
     spec, path, text = load_spec(spec_arg)
@@ -199,6 +214,8 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
                   f"{len(plan.runs) - len(todo)} already done, {len(todo)} to run\n")
         out.flush()
         dirs = _prepare(todo, runs_dir, spec, opts)
+        if dirs:
+            precompile_runner()
         interrupted = False
         if dirs:
             timeout = opts.timeout if opts.timeout is not None else spec.timeout_s

@@ -27,15 +27,16 @@ def _tmp_name(path: str | os.PathLike[str]) -> str:
     return os.path.join(head, f".{name}.{os.getpid()}.tmp")
 
 
-def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write JSON to a temp file in the same folder, fsync, rename over `path`."""
+def write_json_atomic(path: str | os.PathLike[str], obj: Any, sync: bool = True) -> None:
+    """Write JSON to a temp file in the same folder, fsync (if `sync`), rename over it."""
     tmp = _tmp_name(path)
     try:
         with open(tmp, "w") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
             f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

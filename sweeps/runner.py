@@ -91,7 +91,7 @@ def classify(run: dict[str, Any], rundir: str, rc: int, why: str | None,
     out = _p(rundir, "simout" if gem5 else "stdout")
     result = parse_result(out)
     if result is not None:
-        write_json_atomic(_p(rundir, "result.json"), result)
+        write_json_atomic(_p(rundir, "result.json"), result, sync=False)  # status.json syncs
     if why in ("timeout", "killed"):
         return why, stop_cause or why, None
     if gem5:
