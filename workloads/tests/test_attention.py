@@ -56,7 +56,8 @@ def test_fav_packed_models(model: str, phase: str) -> None:
         assert rec["regime"] == "packed" and rec["pack"] == 2
         heads = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["heads"]
         regs = -(-heads // 2)  # registers for all heads of a token
-        assert rec["r"] == min(4, regs) and rec["heads_per_step"] == 2 * rec["r"]
+        # R * LMUL <= 4 (register file): LMUL 4 leaves R = 1
+        assert rec["r"] == min(1, regs) and rec["heads_per_step"] == 2 * rec["r"]
     else:
         assert rec["regime"] == "blocked"
 
@@ -137,3 +138,15 @@ def test_fav_r_capped_by_heads() -> None:
     rec = check(["--kernel", "fa-v", "--heads", "4", "--kv-heads", "1", "--head-dim", "32",
                  "--n", "5", "--lmul", "4"], 1024)
     assert rec["regime"] == "packed" and rec["pack"] == 4 and rec["r"] == 1
+
+
+@pytest.mark.parametrize("lmul,r,unroll", [(1, 4, 8), (2, 2, 4), (4, 1, 2)])
+def test_fav_register_file_caps(lmul: int, r: int, unroll: int) -> None:
+    """Requests beyond the register file are capped and reported capped."""
+    packed = check(["--kernel", "fa-v", "--heads", "32", "--kv-heads", "4", "--head-dim", "8",
+                    "--n", "6", "--lmul", str(lmul), "--r", "4"], 1024)
+    assert packed["regime"] == "packed" and packed["r"] == r
+    blocked = check(["--kernel", "fa-v", "--model", "llama-3.2-3b", "--n", "6",
+                     "--lmul", str(lmul), "--unroll", "8"], 128)
+    assert blocked["regime"] == "blocked" and blocked["unroll"] == unroll
+    assert blocked["heads_per_step"] == unroll

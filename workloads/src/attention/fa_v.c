@@ -40,6 +40,13 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     c->vlmax = vlmax_e32(t->lmul);
     c->packed = c->vlmax > D && c->vlmax % D == 0;
     c->pack = c->packed ? c->vlmax / D : 1;
+    /* Fit the register file (32 registers = 32/LMUL groups): the packed regime keeps four
+     * vectors per register of heads (q, acc, max, sum) plus about six temporaries, so
+     * R * LMUL <= 4; the blocked regime keeps U accumulators plus q/k temporaries, so
+     * U * LMUL <= 8. Larger requests are capped (and reported capped) instead of spilling
+     * inside the key loop. */
+    if (c->t.r > 4 / t->lmul) c->t.r = 4 / t->lmul;
+    if (c->t.unroll > 8 / t->lmul) c->t.unroll = 8 / t->lmul;
     if (c->t.r < 1) c->t.r = 1;
     const size_t per = c->packed ? (size_t)t->block_r * H * D : (size_t)t->block_r * H;
     c->m = malloc(per * sizeof(float));

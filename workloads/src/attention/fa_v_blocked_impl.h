@@ -6,7 +6,7 @@
  * Accumulate: per strip of D the NREP accumulators stay in registers over the whole block. */
 #include "attention/fa_v_rep.h"
 
-static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_ctx *c, int i, int h, int j0, int j1,
+__attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_ctx *c, int i, int h, int j0, int j1,
                                             float *mrow, float *srow, int first, int last) {
     const attn_problem *p = c->p;
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;

@@ -8,7 +8,7 @@
  * and accumulator stay in registers across the key block (M and S replicated per element). */
 #include "attention/fa_v_rep.h"
 
-static void RVV_CAT3(FN(fav_pk), _, NREP)(const fav_ctx *c, int i, int reg0, int j0, int j1,
+__attribute__((noinline)) static void RVV_CAT3(FN(fav_pk), _, NREP)(const fav_ctx *c, int i, int reg0, int j0, int j1,
                                            int r0, int first, int last) {
     const attn_problem *p = c->p;
     const int H = p->heads, D = p->head_dim, P = c->pack;

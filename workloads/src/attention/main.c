@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
                       .q = q, .k = k, .v = v, .o = o};
 
     const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
-    int vlmax = 0, pack = 1, step = 1, r_eff = t.r; /* step: heads processed per inner iteration */
+    int vlmax = 0, pack = 1, step = 1, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
     const int kid = strcmp(kernel, "fa-v") == 0 ? 2 : strcmp(kernel, "ggml-vec") == 0 ? 1 : 0;
 #if VLSCALE_VECTOR
     fav_ctx fc;
@@ -164,8 +164,9 @@ int main(int argc, char **argv) {
         regime = fc.packed ? "packed" : "blocked";
         vlmax = fc.vlmax;
         pack = fc.pack;
-        r_eff = fc.t.r; /* capped by the number of packed registers */
-        step = fc.packed ? fc.pack * fc.t.r : t.unroll; /* packed: U = (VLMAX / D) * R */
+        r_eff = fc.t.r; /* capped by the register file and the number of heads */
+        u_eff = fc.t.unroll; /* capped by the register file */
+        step = fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
     }
     /* the region of interest holds the kernel call and nothing else */
     roi_begin(roi);
@@ -213,7 +214,7 @@ int main(int argc, char **argv) {
     json_int("vlen", (long)vlen_bits());
     json_int("block_r", t.block_r);
     json_int("block_c", t.block_c);
-    json_int("unroll", t.unroll);
+    json_int("unroll", u_eff);
     json_int("r", r_eff);
     json_int("lmul", t.lmul);
     json_str("regime", regime);
