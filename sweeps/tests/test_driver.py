@@ -123,6 +123,9 @@ def test_kill9_driver_then_resume(fakes: Fakes) -> None:
     p.wait()
     before = {s: s.stat().st_mtime_ns for s in runs.glob("*/status.json")}
     assert 3 <= len(before) < 10
+    r = fakes.cli("plan", str(spec), "--results", str(fakes.results))
+    assert f"done {len(before)}, failed 0" in r.stdout, r.stdout
+    assert "of run time" in r.stdout  # estimated from the wall_s of the finished runs
     r = fakes.cli("run", str(spec), "--results", str(fakes.results), "-j", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     after = list(runs.glob("*/status.json"))
