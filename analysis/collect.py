@@ -300,8 +300,10 @@ def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = 
             write_cache: bool = True, parallel_min: int = 200) -> Collected:
     """Collect results/<sweep> into a DataFrame; see module docstring."""
     root = Path(results_dir)
-    if not root.is_dir():
+    if not root.exists():
         raise CollectError(f"{root}: no such results folder")
+    if not root.is_dir():
+        raise CollectError(f"{root}: not a folder (expected results/<sweep>)")
     runs_dir = root / "runs"
     if not runs_dir.is_dir():
         raise CollectError(f"{root}: has no runs/ folder (not a sweep results folder)")
