@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -124,7 +125,8 @@ def test_kill9_driver_then_resume(fakes: Fakes) -> None:
     before = {s: s.stat().st_mtime_ns for s in runs.glob("*/status.json")}
     assert 3 <= len(before) < 10
     r = fakes.cli("plan", str(spec), "--results", str(fakes.results))
-    assert f"done {len(before)}, failed 0" in r.stdout, r.stdout
+    m = re.search(r"done (\d+), failed 0", r.stdout)  # orphaned runners keep finishing
+    assert m and int(m.group(1)) >= len(before), r.stdout
     assert "of run time" in r.stdout  # estimated from the wall_s of the finished runs
     r = fakes.cli("run", str(spec), "--results", str(fakes.results), "-j", "2")
     assert r.returncode == 0, r.stdout + r.stderr
