@@ -48,6 +48,24 @@ DUMP_CASES = [
 
 @pytest.mark.parametrize("kernel,args,vlen", DUMP_CASES)
 def test_dump_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int) -> None:
+    check_against_numpy(tmp_path, kernel, args, vlen)
+
+
+MODELS = ["tinyllama-1.1b", "llama-3.2-1b", "llama-3.2-3b", "qwen2.5-0.5b", "qwen2.5-1.5b",
+          "qwen2.5-3b", "pythia-410m"]
+
+
+@pytest.mark.parametrize("vlen", [128, 256, 512, 1024])
+@pytest.mark.parametrize("phase", [["--n", "6"], ["--phase", "decode", "--l", "21"]],
+                         ids=["prefill", "decode"])
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kernel", ["ggml-scalar", "ggml-vec", "fa-v"])
+def test_every_model_phase_vlen_against_numpy(tmp_path: Path, kernel: str, model: str,
+                                              phase: list[str], vlen: int) -> None:
+    check_against_numpy(tmp_path, kernel, ["--model", model, *phase], vlen)
+
+
+def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int) -> None:
     res = qemu_run("attention", ["--kernel", kernel, *args, "--dump", str(tmp_path)], vlen=vlen)
     assert res.rc == 0, res.stderr
     rec = res.record

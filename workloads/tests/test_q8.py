@@ -219,6 +219,28 @@ def test_dump_numpy(kernel: str, vlen: int, tmp_path: Path) -> None:
     assert np.abs(yexact - yref).max() < 0.02 * np.abs(yexact).max()
 
 
+Q8_MODEL_PROJ = [("tinyllama-1.1b", "k"), ("llama-3.2-1b", "o"), ("llama-3.2-3b", "q"),
+                 ("qwen2.5-0.5b", "gate"), ("qwen2.5-1.5b", "v"), ("qwen2.5-3b", "up"),
+                 ("pythia-410m", "down")]
+
+
+@pytest.mark.parametrize("vlen", [128, 256, 512, 1024])
+@pytest.mark.parametrize(("model", "proj"), Q8_MODEL_PROJ)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_every_model_vlen_against_numpy(kernel: str, model: str, proj: str, vlen: int,
+                                        tmp_path: Path) -> None:
+    binary = "q8-scalar" if kernel == "q8-scalar" else "q8"
+    rec = run_ok(binary, ["--kernel", kernel, "--model", model, "--proj", proj,
+                          "--max-rows", "19", "--dump", str(tmp_path)], vlen)
+    dump = load_dump(tmp_path)
+    d_bits, q = numpy_quantize_q8_0(dump["x"])
+    np.testing.assert_array_equal(dump["xq"]["d"], d_bits)
+    np.testing.assert_array_equal(dump["xq"]["qs"], q)
+    yref, abssum = numpy_gemv(dump["w"], dump["xq"])
+    err = np.abs(dump["y"].astype(np.float64) - yref)
+    assert (err <= tolerance(abssum, rec["cols"] // 32)).all(), err.max()
+
+
 @pytest.mark.parametrize("vlen", (256, 1024))
 def test_kernels_agree(vlen: int, tmp_path: Path) -> None:
     ys = {}
