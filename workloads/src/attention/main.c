@@ -54,13 +54,7 @@ static void fill(rng_t *r, float *x, size_t n) {
 }
 
 static void write_meta(const char *dir, const char *kernel, const attn_problem *p, long seed) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "error: --dump: cannot write %s\n", path);
-        exit(EXIT_BADARG);
-    }
+    FILE *f = dump_open(dir, "meta.json");
     fprintf(f,
             "{\"kernel\": \"%s\", \"dtype\": \"float32\", \"layout\": \"ggml\", \"seed\": %ld,\n"
             " \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"n_q\": %d, \"n_kv\": %d,\n"
@@ -72,7 +66,7 @@ static void write_meta(const char *dir, const char *kernel, const attn_problem *
             p->n_kv, p->kv_heads, p->head_dim, p->n_kv, p->kv_heads, p->head_dim, p->n_q,
             p->heads, p->head_dim);
     if (fclose(f) != 0) {
-        fprintf(stderr, "error: --dump: cannot write %s\n", path);
+        fprintf(stderr, "error: --dump: cannot write %s/meta.json\n", dir);
         exit(EXIT_BADARG);
     }
 }

@@ -191,14 +191,25 @@ void json_end(void) {
     fflush(stdout);
 }
 
-void dump_array(const char *dir, const char *name, const void *p, size_t bytes) {
-    if (!dir) return;
+FILE *dump_open(const char *dir, const char *file) {
     mkdir(dir, 0777); /* may already exist */
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, bytes, f) != bytes || fclose(f) != 0) {
+    if (!f) {
         fprintf(stderr, "error: --dump: cannot write %s\n", path);
+        exit(EXIT_BADARG);
+    }
+    return f;
+}
+
+void dump_array(const char *dir, const char *name, const void *p, size_t bytes) {
+    if (!dir) return;
+    char file[256];
+    snprintf(file, sizeof file, "%s.bin", name);
+    FILE *f = dump_open(dir, file);
+    if (fwrite(p, 1, bytes, f) != bytes || fclose(f) != 0) {
+        fprintf(stderr, "error: --dump: cannot write %s/%s\n", dir, file);
         exit(EXIT_BADARG);
     }
 }

@@ -3,6 +3,7 @@
  * -> compare -> one JSON line -> exit code (0 ok, 1 wrong result, 2 bad arguments). */
 #pragma once
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "models.h"
@@ -63,3 +64,5 @@ void json_end(void);
 /* ---- independent check: raw dumps for the tests' numpy reference ---- */
 /* Writes `bytes` from `p` to <dir>/<name>.bin; dir NULL = no dump. */
 void dump_array(const char *dir, const char *name, const void *p, size_t bytes);
+/* Opens <dir>/<file> for writing (creating dir); exits with a one-line error if it can't. */
+FILE *dump_open(const char *dir, const char *file);

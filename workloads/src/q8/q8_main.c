@@ -68,13 +68,7 @@ static void reference(const q8_problem *p, double *yref, double *abssum) {
 }
 
 static void write_meta(const char *dir, const char *kernel, long rows, long cols, long seed) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "error: --dump: cannot write %s\n", path);
-        exit(EXIT_BADARG);
-    }
+    FILE *f = dump_open(dir, "meta.json");
     fprintf(f,
             "{\"workload\": \"q8\", \"kernel\": \"%s\", \"rows\": %ld, \"cols\": %ld, "
             "\"seed\": %ld, \"block\": %d, \"block_bytes\": %zu,\n"
@@ -82,7 +76,7 @@ static void write_meta(const char *dir, const char *kernel, long rows, long cols
             "\"w\": \"block_q8_0[rows][cols/32]\", \"y\": \"float32[rows]\"}}\n",
             kernel, rows, cols, seed, QK, sizeof(block_q8));
     if (fclose(f) != 0) {
-        fprintf(stderr, "error: --dump: cannot write %s\n", path);
+        fprintf(stderr, "error: --dump: cannot write %s/meta.json\n", dir);
         exit(EXIT_BADARG);
     }
 }
