@@ -33,6 +33,7 @@ setup-python:
 	$(PYTHON) -m pip install -q -e '.[dev]'
 
 test: workloads
+	$(PYTHON) -m ruff check .
 	$(PYTHON) -m pytest -q
 
 lint:

@@ -24,7 +24,9 @@ def load_models(path: Path) -> dict[str, dict[str, int]]:
         for key in FIELDS:
             value = shape.get(key)
             if not isinstance(value, int) or value <= 0:
-                raise SystemExit(f"{path}: {name}.{key}: expected a positive integer, got {value!r}")
+                raise SystemExit(
+                    f"{path}: {name}.{key}: expected a positive integer, got {value!r}"
+                )
         if shape["heads"] % shape["kv_heads"]:
             raise SystemExit(f"{path}: {name}: heads must be a multiple of kv_heads")
     return data
