@@ -9,22 +9,9 @@
 
 #include "attention/attn.h"
 
-#define LM m1
-#define MB 32
-#include "attention/rvv_lmul.h"
-#include "attention/fa_v_impl.h"
-#undef LM
-#undef MB
-#define LM m2
-#define MB 16
-#include "attention/rvv_lmul.h"
-#include "attention/fa_v_impl.h"
-#undef LM
-#undef MB
-#define LM m4
-#define MB 8
-#include "attention/rvv_lmul.h"
-#include "attention/fa_v_impl.h"
+#define LMUL_IMPL "attention/fa_v_impl.h"
+#include "attention/each_lmul.h"
+#undef LMUL_IMPL
 
 static int vlmax_e32(int lmul) {
     switch (lmul) {

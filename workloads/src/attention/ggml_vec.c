@@ -6,22 +6,9 @@
 
 #include "attention/attn.h"
 
-#define LM m1
-#define MB 32
-#include "attention/rvv_lmul.h"
-#include "attention/ggml_vec_impl.h"
-#undef LM
-#undef MB
-#define LM m2
-#define MB 16
-#include "attention/rvv_lmul.h"
-#include "attention/ggml_vec_impl.h"
-#undef LM
-#undef MB
-#define LM m4
-#define MB 8
-#include "attention/rvv_lmul.h"
-#include "attention/ggml_vec_impl.h"
+#define LMUL_IMPL "attention/ggml_vec_impl.h"
+#include "attention/each_lmul.h"
+#undef LMUL_IMPL
 
 void attn_ggml_vec(const attn_problem *p, const attn_tunables *t) {
     switch (t->lmul) {

@@ -215,9 +215,7 @@ int main(int argc, char **argv) {
     json_int("vlmax", vlmax);
     json_int("pack", pack);
     json_int("heads_per_step", step);
-    json_num("max_abs_err", e.max_abs);
-    json_num("max_rel_err", e.max_rel);
-    json_int("n_bad", (long)e.n_bad);
+    json_errors(&e);
     json_num("atol", ATOL);
     json_num("rtol", RTOL);
     json_bool("pass", ok);

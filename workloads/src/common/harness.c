@@ -186,6 +186,12 @@ void json_num(const char *k, double v) {
 
 void json_bool(const char *k, int v) { json_key(k); fputs(v ? "true" : "false", stdout); }
 
+void json_errors(const err_stats *e) {
+    json_num("max_abs_err", e->max_abs);
+    json_num("max_rel_err", e->max_rel);
+    json_int("n_bad", (long)e->n_bad);
+}
+
 void json_end(void) {
     fputs("}\n", stdout);
     fflush(stdout);

@@ -60,6 +60,8 @@ void json_int(const char *k, long v);
 void json_num(const char *k, double v);
 void json_bool(const char *k, int v);
 void json_end(void);
+/* The error fields every workload reports: max_abs_err, max_rel_err, n_bad. */
+void json_errors(const err_stats *e);
 
 /* ---- independent check: raw dumps for the tests' numpy reference ---- */
 /* Writes `bytes` from `p` to <dir>/<name>.bin; dir NULL = no dump. */

@@ -212,9 +212,7 @@ int main(int argc, char **argv) {
         json_int("tile_rows", tile_rows);
         json_str("split_mac", split_mac);
     }
-    json_num("max_abs_err", e.max_abs);
-    json_num("max_rel_err", e.max_rel);
-    json_int("n_bad", (long)e.n_bad);
+    json_errors(&e);
     json_bool("pass", pass);
     json_end();
 

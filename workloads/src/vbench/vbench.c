@@ -185,9 +185,7 @@ int main(int argc, char **argv) {
     json_int("vl", (long)vl);
     json_int("insts", (long)(UNROLL * iters));
     json_int("vlen", (long)vlen_bits());
-    json_num("max_abs_err", e.max_abs);
-    json_num("max_rel_err", e.max_rel);
-    json_int("n_bad", (long)e.n_bad);
+    json_errors(&e);
     json_bool("pass", pass);
     json_end();
     return pass ? EXIT_OK : EXIT_WRONG;
