@@ -27,16 +27,32 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m sweeps.one", description=__doc__.split("\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    ap = argparse.ArgumentParser(prog="python -m sweeps.one", description=__doc__.split("\n")[0],
+                                 usage="%(prog)s UARCH VLEN LANES [options] -- WORKLOAD ARGS")
     ap.add_argument("uarch")
     ap.add_argument("vlen", type=int)
     ap.add_argument("lanes", help="lane count, or 'none' for a uarch that ignores lanes")
     ap.add_argument("--results", type=Path, default=REPO / "results" / "one")
     ap.add_argument("--binary", help="workload binary (default: from --kernel; e.g. vbench)")
-    ap.add_argument("args", nargs=argparse.REMAINDER, help="-- then the workload arguments")
-    ns = ap.parse_args(argv)
-    ns.args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
+    ns = ap.parse_args(argv[:cut])
+    ns.args = argv[cut + 1:]
     return ns
+
+
+def simulate(gem5: str, rundir: Path, run: dict, quiet: bool = False) -> int | None:
+    """Write run.json into rundir and run gem5 on it; the workload's exit code, or None
+    when gem5 itself failed (no workload_exit.json; see rundir/simerr)."""
+    rundir.mkdir(parents=True, exist_ok=True)
+    (rundir / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    out = subprocess.DEVNULL if quiet else None
+    subprocess.run([gem5, "-re", f"--outdir={rundir}", str(REPO / "configs" / "run.py"),
+                    str(rundir / "run.json")], stdout=out, stderr=out)
+    exit_file = rundir / "workload_exit.json"
+    if not exit_file.is_file():
+        return None
+    return int(json.loads(exit_file.read_text())["exit_code"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,19 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     args += ["--roi", "m5"]
     key = hashlib.sha256(json.dumps([system, args]).encode()).hexdigest()[:10]
     rundir = ns.results / f"{ns.uarch}-{ns.vlen}-{ns.lanes}-{key}"
-    rundir.mkdir(parents=True, exist_ok=True)
     run = {"schema": 1, "target": "gem5", "system": system, "roi_dump": 1,
            "axes": {"uarch": ns.uarch, "vlen": ns.vlen, "lanes": lanes},
            "workload": {"binary": binary, "path": str(path), "args": args}}
-    (rundir / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    proc = subprocess.run([gem5["path"], "-re", f"--outdir={rundir}",
-                           str(REPO / "configs" / "run.py"), str(rundir / "run.json")])
-    exit_file = rundir / "workload_exit.json"
-    if not exit_file.is_file():
-        print(f"error: gem5 failed (exit {proc.returncode}); see {rundir / 'simerr'}",
-              file=sys.stderr)
+    code = simulate(gem5["path"], rundir, run)
+    if code is None:
+        print(f"error: gem5 failed; see {rundir / 'simerr'}", file=sys.stderr)
         return 1
-    code = json.loads(exit_file.read_text())["exit_code"]
     for line in (rundir / "simout").read_text().splitlines():
         if line.startswith("{"):
             print(line)

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from sweeps.one import simulate
 from sweeps.uarch import load_uarch, resolve
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,23 +106,16 @@ def run_point(gem5: str, point: dict[str, Any], workdir: Path) -> dict[str, Any]
 
     name = "{uarch}-{vlen}-{lanes}-{op}-{dep}-{vl}".format(**point)
     rundir = workdir / name
-    rundir.mkdir(parents=True, exist_ok=True)
     args = ["--op", point["op"], "--dep", point["dep"], "--vl", point["vl"],
             "--iters", str(ITERS), "--roi", "m5"]
-    run = {"schema": 1, "target": "gem5", "system": point["system"],
-           "workload": {"binary": str(REPO / "workloads" / "build" / "vbench"), "args": args},
-           "roi_dump": 1}
-    (rundir / "run.json").write_text(json.dumps(run, indent=1))
-    proc = subprocess.run(
-        [gem5, "-re", f"--outdir={rundir}", str(REPO / "configs" / "run.py"),
-         str(rundir / "run.json")],
-        capture_output=True, text=True,
-    )
-    exit_file = rundir / "workload_exit.json"
-    if proc.returncode != 0 or not exit_file.is_file():
+    run = {"schema": 1, "target": "gem5", "system": point["system"], "roi_dump": 1,
+           "workload": {"binary": "vbench",
+                        "path": str(REPO / "workloads" / "build" / "vbench"), "args": args}}
+    code = simulate(gem5, rundir, run, quiet=True)
+    if code is None:
         tail = (rundir / "simerr").read_text()[-400:] if (rundir / "simerr").is_file() else ""
-        raise RuntimeError(f"{name}: gem5 failed (rc {proc.returncode}): {tail}")
-    if json.loads(exit_file.read_text())["exit_code"] != 0:
+        raise RuntimeError(f"{name}: gem5 failed: {tail}")
+    if code != 0:
         raise RuntimeError(f"{name}: vbench self-check failed (see {rundir}/simout)")
     dump = roi_dump(rundir / "stats.txt", 1)
     cycles = dump.get("system.cpu.numCycles")

@@ -37,3 +37,35 @@ def test_gem5_that_is_not_gem5(tmp_path) -> None:
                            "--", "--kernel", "fa-v"], capture_output=True, text=True,
                           env={**os.environ, "GEM5": str(fake)})
     assert proc.returncode == 2 and "not a usable gem5" in proc.stderr
+
+
+FAKE_GEM5 = """#!/bin/sh
+# Stands in for gem5.opt: answers the info query, or "simulates" by writing what run.py would.
+case "$*" in *gem5_info.py*)
+  echo 'VECSCALE_GEM5_INFO {"version": "24.0.0.1", "isas": ["RISCV"], "patched": true}'
+  exit 0;;
+esac
+for a in "$@"; do case "$a" in --outdir=*) out="${a#--outdir=}";; esac; done
+grep -q '"fa-v"' "$out/run.json" || exit 3
+echo '{"workload": "attention", "kernel": "fa-v", "pass": true}' > "$out/simout"
+B='---------- Begin Simulation Statistics ----------'
+E='---------- End Simulation Statistics   ----------'
+printf '\\n%s\\nsystem.cpu.numCycles 12345 # cycles\\n\\n%s\\n\\n%s\\nsystem.cpu.numCycles 99999 # c\\n\\n%s\\n' "$B" "$E" "$B" "$E" > "$out/stats.txt"
+echo '{"exit_code": 0, "cause": "exiting with last active thread context"}' > "$out/workload_exit.json"
+"""
+
+
+def test_success_path_prints_result_and_roi_cycles(tmp_path) -> None:
+    fake = tmp_path / "gem5.opt"
+    fake.write_text(FAKE_GEM5)
+    fake.chmod(0o755)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.one", "vitruvius-plus", "2048", "16", "--results",
+         str(tmp_path / "res"), "--", "--kernel", "fa-v", "--model", "tinyllama-1.1b"],
+        capture_output=True, text=True, env={**os.environ, "GEM5": str(fake)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"pass": true' in proc.stdout
+    assert "ROI cycles: 12345" in proc.stdout  # dump 1, not the exit dump
+    (rundir,) = (tmp_path / "res").iterdir()
+    run = __import__("json").loads((rundir / "run.json").read_text())
+    assert run["system"]["vlen"] == 2048 and run["workload"]["args"][-2:] == ["--roi", "m5"]
