@@ -50,8 +50,10 @@ grep -q '"fa-v"' "$out/run.json" || exit 3
 echo '{"workload": "attention", "kernel": "fa-v", "pass": true}' > "$out/simout"
 B='---------- Begin Simulation Statistics ----------'
 E='---------- End Simulation Statistics   ----------'
-printf '\\n%s\\nsystem.cpu.numCycles 12345 # cycles\\n\\n%s\\n\\n%s\\nsystem.cpu.numCycles 99999 # c\\n\\n%s\\n' "$B" "$E" "$B" "$E" > "$out/stats.txt"
-echo '{"exit_code": 0, "cause": "exiting with last active thread context"}' > "$out/workload_exit.json"
+S="$out/stats.txt"
+printf '\\n%s\\nsystem.cpu.numCycles 12345 # cycles\\n\\n%s\\n' "$B" "$E" > "$S"
+printf '\\n%s\\nsystem.cpu.numCycles 99999 # cycles\\n\\n%s\\n' "$B" "$E" >> "$S"
+echo '{"exit_code": 0, "cause": "exiting"}' > "$out/workload_exit.json"
 """
 
 
