@@ -14,7 +14,7 @@ help:
 	@echo "make report       write results/<SWEEP>/report.html"
 	@echo "make check-gem5   check that GEM5 is a patched v24.0.0.1 RISCV build"
 
-APT_PACKAGES := clang-19 lld-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross qemu-user \
+APT_PACKAGES := clang-19 lld-19 llvm-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross qemu-user \
                 binutils-riscv64-linux-gnu slurm-wlm munge chromium
 
 setup: setup-apt setup-python

@@ -39,6 +39,17 @@ def qemu_run(binary: str, args: list[str], vlen: int = 256, timeout: float = 300
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def llvm_objdump(binary: str, *args: str) -> str:
+    """Disassembly of workloads/build/<binary> with RVV decoded (LLVM 19, from `make setup`;
+    an older unversioned llvm-objdump prints vector instructions as raw words)."""
+    tool = shutil.which("llvm-objdump-19")
+    if tool is None:
+        pytest.fail("llvm-objdump-19 not found: run `make setup` (Debian package llvm-19)")
+    out = subprocess.run([tool, "-d", "--mattr=+v", *args, str(BUILD / binary)],
+                         capture_output=True, text=True, check=True)
+    return out.stdout
+
+
 @pytest.fixture(scope="session", autouse=True)
 def built_workloads() -> None:
     if shutil.which("qemu-riscv64") is None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BUILD, qemu_run
+from conftest import llvm_objdump, qemu_run
 
 
 def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
@@ -150,15 +148,6 @@ def test_fp16_message_is_clear() -> None:
     assert "not supported in this build" in res.stderr
 
 
-def objdump(binary: str) -> str:
-    tool = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
-    if tool is None:
-        pytest.fail("llvm-objdump-19 not found: run `make setup`")
-    out = subprocess.run([tool, "-d", "--mattr=+v", str(BUILD / binary)],
-                         capture_output=True, text=True, check=True)
-    return out.stdout
-
-
 def functions(dis: str) -> dict[str, list[str]]:
     funcs: dict[str, list[str]] = {}
     cur: list[str] = []
@@ -177,19 +166,19 @@ VECTOR_INSN = re.compile(r"^(vset|v[a-z0-9]+\.[vxfwims]|vl[0-9]|vs[0-9])")
 
 
 def test_scalar_binary_has_no_vector_instructions() -> None:
-    dis = objdump("attention-scalar")
+    dis = llvm_objdump("attention-scalar")
     insns = [i for body in functions(dis).values() for i in body]
     assert len(insns) > 1000  # the disassembly really is there
     bad = [i for i in insns if VECTOR_INSN.match(i)]
     assert not bad, bad[:10]
     # and the detector does find them in the vector build
-    vec = [i for body in functions(objdump("attention")).values() for i in body]
+    vec = [i for body in functions(llvm_objdump("attention")).values() for i in body]
     assert any(VECTOR_INSN.match(i) for i in vec)
 
 
 def test_kernels_avoid_gem5_trouble() -> None:
     """No vsetivli, segment loads/stores, vcompress or LMUL=8 in the kernel code."""
-    funcs = functions(objdump("attention"))
+    funcs = functions(llvm_objdump("attention"))
     # what runs inside the ROI: the entry points and the (noinline) fa-v block functions;
     # fav_prepare/fav_release run outside it
     kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar")
@@ -210,7 +199,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
 def main_listing(binary: str) -> list[tuple[int, str]]:
     """main's instructions as (address, 'mnemonic operands')."""
     out, inside = [], False
-    for line in objdump(binary).splitlines():
+    for line in llvm_objdump(binary).splitlines():
         m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
         if m:
             inside = m.group(1) == "main"

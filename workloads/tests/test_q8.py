@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import BUILD, ROOT, VLENS, qemu_run
+from conftest import ROOT, VLENS, llvm_objdump, qemu_run
 
 VECTOR_KERNELS = ("q8-ggml", "q8-packed", "q8-split")
 KERNELS = ("q8-scalar", *VECTOR_KERNELS)
@@ -334,16 +334,12 @@ def test_bad_arguments(binary: str, args: list[str], name: str) -> None:
 
 # ------------------------------------------------------------------ instruction mix
 
-OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
 INSN = re.compile(r"^\s*[0-9a-f]+:\s+(\S+)\s*(.*)$")
 FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 
 
 def disassemble(binary: str) -> dict[str, list[tuple[str, str]]]:
-    if OBJDUMP is None:
-        pytest.skip("llvm-objdump not found")
-    out = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(BUILD / binary)],
-                         capture_output=True, text=True, check=True).stdout
+    out = llvm_objdump(binary, "--no-show-raw-insn")
     funcs: dict[str, list[tuple[str, str]]] = {}
     cur: list[tuple[str, str]] | None = None
     for line in out.splitlines():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import BUILD, qemu_run
 
-OPS = ["vfadd", "vfmacc", "vfredusum", "vslideup", "vle32", "vse32"]
+OPS = ["vfadd", "vfmacc", "vfredusum", "vslideup", "vle32", "vse32", "vsetvli"]
 
 
 def test_vbench_is_built() -> None:
@@ -27,8 +27,9 @@ def test_vbench_self_check(op: str, vlen: int, vl: str) -> None:
         assert rec["insts"] == 32 * 50
 
 
-def test_vbench_perturbed_result_fails() -> None:
-    res = qemu_run("vbench", ["--op", "vfmacc", "--iters", "10", "--test-perturb"], 512)
+@pytest.mark.parametrize("op", ["vfmacc", "vsetvli"])
+def test_vbench_perturbed_result_fails(op: str) -> None:
+    res = qemu_run("vbench", ["--op", op, "--iters", "10", "--test-perturb"], 512)
     assert res.rc == 1 and res.record["pass"] is False
 
 

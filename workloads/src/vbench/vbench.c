@@ -18,7 +18,7 @@
 enum { UNROLL = 32 }; /* vector instructions per loop iteration */
 
 static const char *const OPS[] = {"vfadd", "vfmacc", "vfredusum", "vslideup",
-                                  "vle32", "vse32",  NULL};
+                                  "vle32", "vse32",  "vsetvli", NULL};
 static const char *const DEPS[] = {"chain", "indep", NULL};
 
 /* Eight copies of one instruction; v16/v17 are sources, v8..v15 destinations. */
@@ -84,6 +84,23 @@ static void run_arith(const char *op, int chain, long iters, size_t vl, float *o
     __asm__ volatile("vse32.v v8, (%[o])\n\t" : : [o] "r"(out) : "memory");
 }
 
+/* vsetvli stream: `keep` repeats the same vl/vtype (a well-built core neither stalls nor
+ * flushes on it); otherwise vtype alternates between e32,m1 and e32,m2 every instruction.
+ * Returns the vl the last one set (the e32,m1 vl). */
+static size_t run_vset(int keep, long iters, size_t vl) {
+    long n = iters;
+    size_t got = 0;
+#define VS1 "vsetvli %[g], %[vl], e32, m1, ta, ma\n\t"
+#define VS2 "vsetvli %[g], %[vl], e32, m2, ta, ma\n\t"
+#define VS_LOOP(a, b)                                                                          \
+    __asm__ volatile("1:\n\t" a b a b a b a b a b a b a b a b a b a b a b a b a b a b a b a b      \
+                     "addi %[n], %[n], -1\n\tbnez %[n], 1b\n\t"                                 \
+                     : [n] "+r"(n), [g] "=&r"(got)                                             \
+                     : [vl] "r"(vl))
+    if (keep) VS_LOOP(VS1, VS1); else VS_LOOP(VS2, VS1);
+    return got;
+}
+
 /* Loads or stores stream over a buffer of 8 * vl floats that stays in L1. */
 static void run_mem(int store, long iters, size_t vl, float *buf) {
     long n = iters;
@@ -143,14 +160,17 @@ int main(int argc, char **argv) {
     }
     const int chain = !strcmp(dep, "chain");
     const int is_mem = !strcmp(op, "vle32") || !strcmp(op, "vse32");
+    const int is_vset = !strcmp(op, "vsetvli");
     if (is_mem && chain) die_arg("--dep chain: not defined for %s (use indep)", op);
 
     float *buf = xaligned(8 * vlmax * sizeof(float));
     float *out = xaligned(vlmax * sizeof(float));
     for (size_t i = 0; i < 8 * vlmax; i++) buf[i] = 0.5f; /* v16 source for arith ops */
 
+    size_t vset_vl = 0;
     roi_begin(roi);
     if (is_mem) run_mem(!strcmp(op, "vse32"), iters, vl, buf);
+    else if (is_vset) vset_vl = run_vset(!chain, iters, vl);
     else run_arith(op, chain, iters, vl, out, buf);
     roi_end(roi);
 
@@ -172,6 +192,10 @@ int main(int argc, char **argv) {
             /* vslideup by 1 keeps element 0 of vd and shifts the source up. */
             got = out[i];
             want = chain ? 1.0 : (i == 0 ? 1.0 : 0.5);
+        } else if (is_vset) {
+            if (i > 0) break; /* one value: the vl set */
+            got = (double)vset_vl + (perturb ? 1.0 : 0.0);
+            want = (double)vl;
         } else if (!strcmp(op, "vle32")) { got = buf[i]; want = 1.0; }
         else { got = buf[i]; want = 3.0; }
         err_add(&e, got, want, 1e-3 * fabs(want), 0.0, 1.0);
