@@ -125,6 +125,7 @@ def configure_core(core, system: dict, path: Path) -> None:
         core.vecTimingStartupCycles = [int(startup[groups[c]]) for c in timed]
         core.vecTimingReducePerLevel = int(model["reduce_per_level"])
         core.vecTimingPermuteCrossLane = int(model["permute_per_lane_hop"])
+        core.vecTimingUnitQueue = int(model["queue_depth"])
         # Vector memory bandwidth is the Minor LSQ's: one cache-line fragment per cycle.
         line = 64
         if int(model.get("mem_bytes_per_cycle", line)) != line:

@@ -249,6 +249,11 @@ class LanesModel(_Strict):
     )
     reduce_per_level: StrictInt = Field(ge=0, description="cycles per level of the lane tree")
     permute_per_lane_hop: StrictInt = Field(ge=0, description="cycles per cross-lane hop")
+    queue_depth: StrictInt = Field(
+        ge=0, le=64,
+        description="vector ops that may wait for a busy unit before the core stops issuing "
+        "(0: issue waits until the unit is free)",
+    )
     mem_bytes_per_cycle: StrictInt = Field(
         description=f"vector memory bytes per cycle; only {MEM_BYTES_PER_CYCLE} (one cache "
         "line per cycle, the Minor LSQ's rate) is modelled"
@@ -678,6 +683,7 @@ def resolve(uarch: Uarch, vlen: int, lanes: int | None) -> dict[str, Any]:
             "startup": {g: lm.startup[g] for g in LANE_GROUPS},
             "reduce_per_level": lm.reduce_per_level,
             "permute_per_lane_hop": lm.permute_per_lane_hop,
+            "queue_depth": lm.queue_depth,
             "mem_bytes_per_cycle": lm.mem_bytes_per_cycle,
             "groups": dict(sorted({**DEFAULT_LANE_GROUPS, **lm.groups}.items())),
         }

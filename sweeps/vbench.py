@@ -11,7 +11,10 @@ Predictions (one micro-op per instruction at e32/m1, see gem5-patches/README.md)
               lanes      L = startup[group] + occ (+ log2(lanes) for reductions/slides)
               with occ = ceil(vl * 32 / (lanes * 64))
   chain CPI = L;  indep CPI = max(1, L / 8) for pipelined models, max(1, occ, L / 8) for lanes
-  (8 independent destinations per round).
+  (8 independent destinations per round). Results delay dependents only (decoupled vector
+  unit), so independent ops issue back to back.
+  vsetvli: CPI 1 whether it keeps vl/vtype (indep) or toggles vtype (chain), unless the core
+  flushes its pipeline on it (what the row measures).
 """
 
 from __future__ import annotations
@@ -41,9 +44,13 @@ OPS = {
     "vslideup": "SimdMisc",
     "vle32": "SimdUnitStrideLoad",
     "vse32": "SimdUnitStrideStore",
+    "vsetvli": "SimdConfig",
 }
 ARITH = ("vfadd", "vfmacc", "vfredusum", "vslideup")
+#: ops run both ways; for vsetvli "indep" keeps vl/vtype and "chain" toggles vtype
+TWO_WAY = (*ARITH, "vsetvli")
 STOCK_LAT = 6
+LINE_BYTES = 64
 INDEP_REGS = 8
 ITERS = 200
 INSTS_PER_ITER = 32
@@ -75,6 +82,12 @@ def predicted_latency(system: dict[str, Any], op: str, vl: str) -> int:
 
 
 def predicted_cpi(system: dict[str, Any], op: str, dep: str, vl: str) -> float:
+    if op == "vsetvli":
+        return 1.0  # writes only a scalar register nobody reads: one per cycle unless flushed
+    if op not in ARITH:
+        # unit-stride loads/stores of L1-resident data: the Minor LSQ moves one cache-line
+        # fragment per cycle (all models; vector memory is not lane-timed)
+        return float(max(1, math.ceil(active_elems(system["vlen"], vl) * 4 / LINE_BYTES)))
     lat = predicted_latency(system, op, vl)
     if dep == "chain":
         return float(lat)
@@ -93,7 +106,7 @@ def points(uarchs=UARCHS, vlens=VLENS, lanes=LANES, ops=tuple(OPS)) -> list[dict
             for la in (lanes if not ua.ignores_lanes else (lanes[0],)):
                 system = resolve(ua, v, la)
                 for op in ops:
-                    for dep in ("chain", "indep") if op in ARITH else ("indep",):
+                    for dep in ("chain", "indep") if op in TWO_WAY else ("indep",):
                         for vl in ("max", "half"):
                             out.append({"uarch": u, "vlen": v, "lanes": la, "op": op,
                                         "dep": dep, "vl": vl, "system": system})

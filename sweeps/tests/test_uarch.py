@@ -195,6 +195,7 @@ def test_lanes_model_resolves_groups() -> None:
         "startup",
         "reduce_per_level",
         "permute_per_lane_hop",
+        "queue_depth",
         "mem_bytes_per_cycle",
         "groups",
     }
