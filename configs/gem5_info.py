@@ -7,15 +7,18 @@ import json
 
 import _m5.core
 from gem5.runtime import get_supported_isas
+from patch_params import PATCH_PARAMS
 
 info = {
     "version": _m5.core.gem5Version,
     "isas": sorted(isa.name for isa in get_supported_isas()),
     "patched": False,
+    "missing_params": list(PATCH_PARAMS),
 }
 try:
     from m5.objects import BaseMinorCPU
 
+    info["missing_params"] = [p for p in PATCH_PARAMS if p not in BaseMinorCPU._params]
     info["patched"] = "vecTimingModel" in BaseMinorCPU._params
 except ImportError:
     pass

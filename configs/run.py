@@ -33,6 +33,7 @@ from m5.objects import (
     MinorDefaultFUPool,
     MinorFUTiming,
 )
+from patch_params import PATCH_PARAMS
 
 # Op classes handled by the patched vector timing (the FloatSimd FU's classes).
 FLOAT_SIMD_CLASSES = sorted(
@@ -40,7 +41,6 @@ FLOAT_SIMD_CLASSES = sorted(
 )
 STOCK_FLOAT_SIMD_LAT = 6  # MinorDefaultFloatSimdFU.opLat in gem5 v24.0.0.1
 MEMORY_TYPES = {"DDR3_1600_8x8": single_channel.SingleChannelDDR3_1600}
-PATCH_PARAM = "vecTimingModel"
 
 
 def fail(msg: str) -> None:
@@ -95,10 +95,11 @@ def fu_pool_for_vector_timing():
 
 
 def configure_core(core, system: dict, path: Path) -> None:
-    if not hasattr(core, PATCH_PARAM):
+    missing = [p for p in PATCH_PARAMS if not hasattr(core, p)]
+    if missing:
         fail(
-            "this gem5 binary lacks the vecscale patches (no RiscvMinorCPU.vecTimingModel): "
-            "apply gem5-patches/ and rebuild"
+            f"this gem5 binary lacks the vecscale patches (no RiscvMinorCPU.{missing[0]}): "
+            "apply gem5-patches/ (all of them) and rebuild"
         )
     vlen = int(system["vlen"])
     for isa in core.isa:

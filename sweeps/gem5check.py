@@ -59,6 +59,12 @@ def check(env: dict[str, str] | None = None) -> dict:
         raise Gem5Error(f"GEM5={path}: built for {info.get('isas')}, expected RISCV")
     if not info.get("patched"):
         raise Gem5Error(f"GEM5={path}: the vecscale patches are not applied (gem5-patches/)")
+    missing = info.get("missing_params") or []
+    if missing:
+        raise Gem5Error(
+            f"GEM5={path}: built from an older gem5-patches/ series (no BaseMinorCPU."
+            f"{missing[0]}): re-apply the series and rebuild"
+        )
     info["path"] = str(path)
     return info
 

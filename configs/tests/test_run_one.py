@@ -71,3 +71,17 @@ def test_success_path_prints_result_and_roi_cycles(tmp_path) -> None:
     (rundir,) = (tmp_path / "res").iterdir()
     run = __import__("json").loads((rundir / "run.json").read_text())
     assert run["system"]["vlen"] == 2048 and run["workload"]["args"][-2:] == ["--roi", "m5"]
+
+
+def test_gem5_from_an_older_patch_series(tmp_path) -> None:
+    """A binary with some of the patch's params but not all was built from an older series."""
+    fake = tmp_path / "gem5.opt"
+    fake.write_text(
+        "#!/bin/sh\necho 'VECSCALE_GEM5_INFO {\"version\": \"24.0.0.1\", \"isas\": [\"RISCV\"], "
+        "\"patched\": true, \"missing_params\": [\"vecTimingUnitQueue\"]}'\n")
+    fake.chmod(0o755)
+    proc = subprocess.run([sys.executable, "-m", "sweeps.gem5check"], capture_output=True,
+                          text=True, env={**os.environ, "GEM5": str(fake)})
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "older gem5-patches/ series" in lines[0] and "vecTimingUnitQueue" in lines[0]
