@@ -1,11 +1,14 @@
 """Run one vecscale simulation inside gem5: `gem5.opt -re --outdir=DIR configs/run.py RUN_JSON`.
 
 Reads a fully resolved run.json (written by the host-side planner, see sweeps/) and builds a
-RISC-V SE-mode system from gem5's standard library: one RiscvMinorCPU with RVV at the given
-VLEN, private L1 I/D and a shared L2, DDR3-1600, the selected vector timing model (from the
-gem5-patches series). The workload's own m5ops delimit the region of interest (reset_stats
-before the kernel, dump_stats after), so stats dump 1 is the ROI. At the end it writes
-workload_exit.json with the simulated process's exit code.
+RISC-V SE-mode system from gem5's standard library: a switchable processor (gem5's atomic
+CPU for set-up and the reference check, a RiscvMinorCPU with RVV at the given VLEN and the
+selected vector timing model from gem5-patches/ for the kernel), private L1 I/D and a shared
+L2, DDR3-1600. The workload's own m5ops delimit the region of interest: switch_cpu to the
+Minor core, reset_stats, the kernel, dump_stats, switch_cpu back; so stats dump 1 is the
+ROI, measured on the Minor core only (caches are warmed by the set-up; the Minor core's
+branch predictor starts cold). At the end it writes workload_exit.json with the simulated
+process's exit code.
 
 Runs inside gem5's embedded Python: standard library plus m5/gem5 only (no pyyaml).
 """
@@ -24,9 +27,12 @@ from gem5.components.cachehierarchies.classic.private_l1_shared_l2_cache_hierarc
 )
 from gem5.components.memory import single_channel
 from gem5.components.processors.cpu_types import CPUTypes
-from gem5.components.processors.simple_processor import SimpleProcessor
+from gem5.components.processors.simple_switchable_processor import (
+    SimpleSwitchableProcessor,
+)
 from gem5.isas import ISA
 from gem5.resources.resource import BinaryResource
+from gem5.simulate.exit_event import ExitEvent
 from gem5.simulate.simulator import Simulator
 from m5.objects import (
     MinorDefaultFloatSimdFU,
@@ -102,9 +108,6 @@ def configure_core(core, system: dict, path: Path) -> None:
             "apply gem5-patches/ (all of them) and rebuild"
         )
     vlen = int(system["vlen"])
-    for isa in core.isa:
-        isa.vlen = vlen
-        isa.elen = 64
 
     lat = {c: STOCK_FLOAT_SIMD_LAT for c in FLOAT_SIMD_CLASSES}
     lat.update({c: int(v) for c, v in system["op_latency"].items()})
@@ -148,8 +151,18 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
     memory = system["memory"]
     if memory.get("type") not in MEMORY_TYPES:
         fail(f"{path}: system.memory.type: expected one of {sorted(MEMORY_TYPES)}")
-    processor = SimpleProcessor(cpu_type=CPUTypes.MINOR, isa=ISA.RISCV, num_cores=1)
-    configure_core(processor.get_cores()[0].core, system, path)
+    processor = SimpleSwitchableProcessor(
+        starting_core_type=CPUTypes.ATOMIC,
+        switch_core_type=CPUTypes.MINOR,
+        isa=ISA.RISCV,
+        num_cores=1,
+    )
+    for simple_core in processor.start + processor.switch:
+        # Both cores must agree on the architectural vector state they hand over.
+        for isa in simple_core.core.isa:
+            isa.vlen = int(system["vlen"])
+            isa.elen = 64
+    configure_core(processor.switch[0].core, system, path)
     board = SimpleBoard(
         clk_freq=system["clock"],
         processor=processor,
@@ -191,9 +204,14 @@ def main() -> None:
     run = load_run(path)
     board = build_board(run, path, resolve_binary(run, path))
 
-    # The workload's m5ops only reset and dump stats (no exit event); the run ends when
-    # the simulated process exits.
-    simulator = Simulator(board=board)
+    # switch_cpu m5ops toggle between the atomic and the Minor core; reset/dump stats need no
+    # handler. The run ends when the simulated process exits.
+    def switch_cores():
+        while True:
+            board.get_processor().switch()
+            yield False  # keep simulating
+
+    simulator = Simulator(board=board, on_exit_event={ExitEvent.SWITCHCPU: switch_cores()})
     simulator.run()
     record = {
         "exit_code": int(simulator.get_last_exit_event_code()),

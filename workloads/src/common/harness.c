@@ -117,15 +117,23 @@ roi_mode parse_roi(args_t *a) {
 }
 
 /* m5ops on RISC-V: opcode 0x7b with func in bits 31:25, a0 = a1 = 0 (GEM5_NOTES.md).
- * They trap on real hardware and QEMU, hence only with --roi m5. */
+ * They trap on real hardware and QEMU, hence only with --roi m5.
+ * Around the kernel: switch_cpu (0x52) so that set-up and the reference check run on gem5's
+ * fast functional CPU and only the kernel on the detailed one (configs/run.py switches on
+ * it), then reset_stats; after it dump_stats, then switch back. */
+#define M5OP(func) "li a0, 0\n\tli a1, 0\n\t.word " #func "\n\t"
+#define M5_SWITCH_CPU M5OP(0xa400007b)
+#define M5_RESET_STATS M5OP(0x8000007b)
+#define M5_DUMP_STATS M5OP(0x8200007b)
+
 void roi_begin(roi_mode m) {
     if (m != ROI_M5) return;
-    __asm__ volatile("li a0, 0\n\tli a1, 0\n\t.word 0x8000007b" ::: "a0", "a1", "memory");
+    __asm__ volatile(M5_SWITCH_CPU M5_RESET_STATS ::: "a0", "a1", "memory");
 }
 
 void roi_end(roi_mode m) {
     if (m != ROI_M5) return;
-    __asm__ volatile("li a0, 0\n\tli a1, 0\n\t.word 0x8200007b" ::: "a0", "a1", "memory");
+    __asm__ volatile(M5_DUMP_STATS M5_SWITCH_CPU ::: "a0", "a1", "memory");
 }
 
 unsigned vlen_bits(void) {
