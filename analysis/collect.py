@@ -28,7 +28,6 @@ CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
 SCHEMA = 1
 
-CPU = "system.cpu"
 SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
 ELEM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
 ELEM_BITS = {k: 8 * v for k, v in ELEM_BYTES.items()}
@@ -162,24 +161,23 @@ def _stats_metrics(text: str, source: str, roi: int) -> dict[str, Any]:
                          "dump is missing")
     d = dumps[roi - 1]
     m: dict[str, Any] = {"n_dumps": len(dumps)}
-    if not d.has(f"{CPU}.numCycles"):
-        raise StatsError(f"{source}: dump {roi} has no {CPU}.numCycles")
-    m["cycles"] = d.get(f"{CPU}.numCycles")
+    cpu = d.cpu()
+    m["cycles"] = d.get(f"{cpu}.numCycles")
     ticks, freq = d.get("simTicks", math.nan), d.get("simFreq", math.nan)
     m["sim_ticks"] = ticks
     m["sim_seconds"] = ticks / freq if freq and math.isfinite(freq) else d.get(
         "simSeconds", math.nan)
     m["host_seconds"] = d.get("hostSeconds", math.nan)
-    m["insts"] = d.get(f"{CPU}.commitStats0.numInsts")
-    m["ops"] = d.get(f"{CPU}.commitStats0.numOps")
-    itype = d.vector(f"{CPU}.commitStats0.committedInstType")
+    m["insts"] = d.get(f"{cpu}.commitStats0.numInsts")
+    m["ops"] = d.get(f"{cpu}.commitStats0.numOps")
+    itype = d.vector(f"{cpu}.commitStats0.committedInstType")
     tot = 0.0
     for c in SIMD_CLASSES:
         v = itype.get(c, 0.0)
         m[f"vec_uops_{c}"] = v
         tot += v
     m["vec_uops_total"] = tot
-    vt = f"{CPU}.vecTiming."
+    vt = f"{cpu}.vecTiming."
     has_vt = d.has_prefix(vt)
     m["has_vec_timing"] = has_vt
     if has_vt:

@@ -25,6 +25,10 @@ from pathlib import Path
 
 BEGIN = "---------- Begin Simulation Statistics"
 END = "---------- End Simulation Statistics"
+#: Where the detailed core's stats live, first match wins: configs/run.py's switchable
+#: processor (the Minor core switched in for the ROI), a stdlib SimpleProcessor, a classic
+#: se.py-style system.
+CPU_PREFIXES = ("board.processor.switch.core", "board.processor.cores.core", "system.cpu")
 
 
 class StatsError(Exception):
@@ -91,6 +95,15 @@ class Dump:
         if pos < 0:
             return default
         return self._value_at(pos, name)
+
+    def cpu(self) -> str:
+        """Stat prefix of the core that ran the ROI: the first of CPU_PREFIXES with a
+        ``numCycles`` entry in this dump."""
+        for prefix in CPU_PREFIXES:
+            if self.has(prefix + ".numCycles"):
+                return prefix
+        raise StatsError(f"{self.source}: dump {self.index} has no core statistics (none of "
+                         f"{', '.join(p + '.numCycles' for p in CPU_PREFIXES)})")
 
     def vector(self, base: str) -> dict[str, float]:
         """All elements ``base::sub`` of a vector/distribution/formula as {sub: value}.

@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.stats import StatsError, roi_dump
 
     try:
-        cycles = roi_dump(rundir / "stats.txt", 1).get("system.cpu.numCycles")
+        dump = roi_dump(rundir / "stats.txt", 1)
+        cycles = dump.get(dump.cpu() + ".numCycles")
         print(f"ROI cycles: {int(cycles)}  (run folder: {rundir})")
     except StatsError as e:
         print(f"error: {e}", file=sys.stderr)

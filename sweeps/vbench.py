@@ -131,7 +131,7 @@ def run_point(gem5: str, point: dict[str, Any], workdir: Path) -> dict[str, Any]
     if code != 0:
         raise RuntimeError(f"{name}: vbench self-check failed (see {rundir}/simout)")
     dump = roi_dump(rundir / "stats.txt", 1)
-    cycles = dump.get("system.cpu.numCycles")
+    cycles = dump.get(dump.cpu() + ".numCycles")
     insts = ITERS * INSTS_PER_ITER
     row = {k: point[k] for k in ("uarch", "vlen", "lanes", "op", "dep", "vl")}
     row["timing_model"] = point["system"]["timing_model"]
