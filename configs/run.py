@@ -157,12 +157,14 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
         isa=ISA.RISCV,
         num_cores=1,
     )
-    for simple_core in processor.start + processor.switch:
+    # (`processor.switch` is the switching method, hence the dict of core lists)
+    start, detailed = (processor._switchable_cores[k] for k in ("start", "switch"))
+    for simple_core in start + detailed:
         # Both cores must agree on the architectural vector state they hand over.
         for isa in simple_core.core.isa:
             isa.vlen = int(system["vlen"])
             isa.elen = 64
-    configure_core(processor.switch[0].core, system, path)
+    configure_core(detailed[0].core, system, path)
     board = SimpleBoard(
         clk_freq=system["clock"],
         processor=processor,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sweeps.gem5check import Gem5Error, check
 from sweeps.plan import binary_for, workload_dir
+from sweeps.runner import gem5_argv
 from sweeps.uarch import UarchError, load_uarch, resolve
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,8 +48,8 @@ def simulate(gem5: str, rundir: Path, run: dict, quiet: bool = False) -> int | N
     rundir.mkdir(parents=True, exist_ok=True)
     (rundir / "run.json").write_text(json.dumps(run, indent=1) + "\n")
     out = subprocess.DEVNULL if quiet else None
-    subprocess.run([gem5, "-re", f"--outdir={rundir}", str(REPO / "configs" / "run.py"),
-                    str(rundir / "run.json")], stdout=out, stderr=out)
+    subprocess.run(gem5_argv(gem5, str(rundir), str(REPO / "configs" / "run.py")),
+                   stdout=out, stderr=out)
     exit_file = rundir / "workload_exit.json"
     if not exit_file.is_file():
         return None

@@ -77,7 +77,14 @@ def command(run: dict[str, Any], rundir: str) -> tuple[list[str], str, str]:
         raise RuntimeError("GEM5 is not set (path to a patched gem5.opt)")
     config = os.environ.get("VECSCALE_GEM5_CONFIG") or _p(REPO, "configs", "run.py")
     log = _p(rundir, "gem5.log")
-    return [gem5, "-re", f"--outdir={rundir}", config, _p(rundir, "run.json")], log, log
+    return gem5_argv(gem5, rundir, config), log, log
+
+
+def gem5_argv(gem5: str, rundir: str, config: str) -> list[str]:
+    """gem5 on rundir/run.json; gem5 itself redirects the simulated program's output and its
+    own messages into rundir/simout and rundir/simerr (-re)."""
+    return [gem5, "-re", "--stdout-file=simout", "--stderr-file=simerr", f"--outdir={rundir}",
+            config, _p(rundir, "run.json")]
 
 
 class Stop:

@@ -2,8 +2,9 @@
 
 `python -m sweeps.vbench table [-j N] [--out DIR]` runs workloads/build/vbench in gem5 over
 VLEN {512..8192} x lanes {8..64} x the shipped uarchs x ops x {chain, indep} x vl {max, half}
-and writes configs/data/vbench.csv (+ .md): measured cycles per instruction (ROI cycles /
-instructions) beside the model's prediction. Needs GEM5 (a patched build).
+and writes configs/data/vbench.csv (+ .md): measured steady-state cycles per instruction
+(the ROI cycles of a 100-iteration run minus those of a 20-iteration run, per instruction)
+beside the model's prediction. Needs GEM5 (a patched build).
 
 Predictions (one micro-op per instruction at e32/m1, see gem5-patches/README.md):
   latency L:  fixed      L = lat[class]                      (stock 6 when unlisted)
@@ -52,8 +53,11 @@ TWO_WAY = (*ARITH, "vsetvli")
 STOCK_LAT = 6
 LINE_BYTES = 64
 INDEP_REGS = 8
-ITERS = 200
-INSTS_PER_ITER = 32
+#: two runs per point; CPI = (cycles(long) - cycles(short)) / (128 * (long - short)) removes
+#: what does not repeat per iteration (cold caches and predictor after the CPU switch,
+#: set-up and check code inside the ROI)
+ITERS_SHORT, ITERS_LONG = 20, 100
+INSTS_PER_ITER = 128
 
 
 def active_elems(vlen: int, vl: str) -> int:
@@ -113,33 +117,37 @@ def points(uarchs=UARCHS, vlens=VLENS, lanes=LANES, ops=tuple(OPS)) -> list[dict
     return out
 
 
-def run_point(gem5: str, point: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """Simulate one point; returns the table row (measured and predicted CPI)."""
+def _roi_cycles(gem5: str, point: dict[str, Any], iters: int, rundir: Path) -> int:
     from analysis.stats import roi_dump
 
-    name = "{uarch}-{vlen}-{lanes}-{op}-{dep}-{vl}".format(**point)
-    rundir = workdir / name
     args = ["--op", point["op"], "--dep", point["dep"], "--vl", point["vl"],
-            "--iters", str(ITERS), "--roi", "m5"]
+            "--iters", str(iters), "--roi", "m5"]
     run = {"schema": 1, "target": "gem5", "system": point["system"], "roi_dump": 1,
            "workload": {"binary": "vbench",
                         "path": str(REPO / "workloads" / "build" / "vbench"), "args": args}}
     code = simulate(gem5, rundir, run, quiet=True)
     if code is None:
         tail = (rundir / "simerr").read_text()[-400:] if (rundir / "simerr").is_file() else ""
-        raise RuntimeError(f"{name}: gem5 failed: {tail}")
+        raise RuntimeError(f"{rundir.name}: gem5 failed: {tail}")
     if code != 0:
-        raise RuntimeError(f"{name}: vbench self-check failed (see {rundir}/simout)")
+        raise RuntimeError(f"{rundir.name}: vbench self-check failed (see {rundir}/simout)")
     dump = roi_dump(rundir / "stats.txt", 1)
-    cycles = dump.get(dump.cpu() + ".numCycles")
-    insts = ITERS * INSTS_PER_ITER
+    return int(dump.get(dump.cpu() + ".numCycles"))
+
+
+def run_point(gem5: str, point: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """Simulate one point twice (short and long loop); returns the table row (measured
+    steady-state CPI and the model's prediction)."""
+    name = "{uarch}-{vlen}-{lanes}-{op}-{dep}-{vl}".format(**point)
+    short = _roi_cycles(gem5, point, ITERS_SHORT, workdir / f"{name}-short")
+    long_ = _roi_cycles(gem5, point, ITERS_LONG, workdir / f"{name}-long")
     row = {k: point[k] for k in ("uarch", "vlen", "lanes", "op", "dep", "vl")}
     row["timing_model"] = point["system"]["timing_model"]
-    row["cycles"] = int(cycles)
-    row["cpi"] = round(cycles / insts, 4)
+    row["cycles_short"] = short
+    row["cycles_long"] = long_
+    row["cpi"] = round((long_ - short) / ((ITERS_LONG - ITERS_SHORT) * INSTS_PER_ITER), 4)
     row["predicted_cpi"] = round(predicted_cpi(point["system"], point["op"], point["dep"],
                                                point["vl"]), 4)
-    row["host_seconds"] = dump.get("hostSeconds")
     return row
 
 
