@@ -26,7 +26,7 @@ KERNELS = ATTN_KERNELS + Q8_KERNELS
 SCALAR_KERNELS = frozenset({"ggml-scalar", "q8-scalar"})
 #: tunables only FlashAttention-V understands (flag name on the workload command line)
 TUNABLES = {"block_r": "--block-r", "block_c": "--block-c", "unroll": "--unroll",
-            "r": "--r", "lmul": "--lmul"}
+            "r": "--r", "lmul": "--lmul", "regime": "--regime"}
 TUNABLE_KERNELS = frozenset({"fa-v"})
 QEMU_VLENS = (128, 256, 512, 1024)
 
@@ -35,6 +35,7 @@ Kernel = Literal["ggml-scalar", "ggml-vec", "fa-v", "q8-scalar", "q8-ggml", "q8-
 Phase = Literal["prefill", "decode"]
 Proj = Literal["q", "k", "v", "o", "gate", "up", "down"]
 Precision = Literal["fp32", "fp16"]
+Regime = Literal["auto", "blocked", "packed"]
 
 
 def _axis(item: Any) -> Any:
@@ -62,7 +63,9 @@ class Axes(BaseModel):
     block_c: _axis(StrictInt) | None = None
     unroll: _axis(StrictInt) | None = None
     r: _axis(StrictInt) | None = None
-    lmul: _axis(StrictInt) | None = None
+    lmul: _axis(StrictInt) | None = Field(None, description="1, 2 or 4 (default: auto)")
+    regime: _axis(Regime) | None = Field(None, description="fa-v: auto (= blocked), blocked "
+                                                          "or packed")
     test_perturb: _axis(StrictBool) | None = Field(
         None, description="test only: the workload reports a wrong result on purpose")
 
@@ -181,6 +184,9 @@ def check_spec(spec: Spec, shown: str) -> None:
         for i, v in enumerate(getattr(ax, key) or ()):
             if v <= 0:
                 fail(f"axes.{key}.{i}", f"expected a positive integer (got {v})")
+    for i, v in enumerate(ax.lmul or ()):
+        if v not in (1, 2, 4):
+            fail(f"axes.lmul.{i}", f"expected 1, 2 or 4 (got {v})")
     for i, v in enumerate(ax.vlen):
         if v & (v - 1):
             fail(f"axes.vlen.{i}", f"expected a power of two (got {v})")

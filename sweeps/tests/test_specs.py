@@ -58,6 +58,8 @@ BAD: list[tuple[str, Any, list[str]]] = [
                                                                "models.yaml"]),
     ("vlen-string", with_(GOOD_Q, "axes.vlen", ["512"]), ["axes.vlen.0", "integer"]),
     ("vlen-not-list", with_(GOOD_Q, "axes.vlen", 512), ["axes.vlen", "list"]),
+    ("lmul-3", with_(GOOD_Q, "axes.lmul", [1, 3]), ["axes.lmul.1", "1, 2 or 4"]),
+    ("regime-unknown", with_(GOOD_Q, "axes.regime", ["tiled"]), ["axes.regime.0"]),
     ("vlen-not-pow2", with_(GOOD_Q, "axes.vlen", [384]), ["axes.vlen.0", "power of two"]),
     ("vlen-negative", with_(GOOD_Q, "axes.vlen", [-128]), ["axes.vlen.0", "positive"]),
     ("qemu-vlen-2048", with_(GOOD_Q, "axes.vlen", [2048]), ["axes.vlen.0", "1024"]),

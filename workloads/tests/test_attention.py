@@ -29,9 +29,13 @@ def test_models(kernel: str, model: str, phase: str, vlen: int) -> None:
     rec = check(["--kernel", kernel, "--model", model, "--phase", phase, *PHASES[phase]], vlen)
     assert rec["model"] == model and rec["kernel"] == kernel and rec["phase"] == phase
     assert rec["vlen"] == vlen
+    # default LMUL (auto): the smallest of 1, 2, 4 whose VLMAX holds D, else 4
+    head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["head_dim"]
+    lmul = next((m for m in (1, 2, 4) if vlen * m // 32 >= head_dim), 4)
+    assert rec["lmul"] == lmul
     if kernel == "fa-v":
-        # LMUL 1: VLMAX = VLEN/32 <= 32 < D for every model, so QEMU runs the blocked regime
-        assert rec["regime"] == "blocked" and rec["vlmax"] == vlen // 32
+        # the default regime is blocked
+        assert rec["regime"] == "blocked" and rec["vlmax"] == vlen * lmul // 32
     else:
         assert rec["regime"] == "row"
 
@@ -47,10 +51,10 @@ def test_scalar_binary(model: str, phase: str) -> None:
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("model", MODELS)
 def test_fav_packed_models(model: str, phase: str) -> None:
-    """VLEN 1024 with LMUL 4: VLMAX = 128, so D = 64 packs 2 heads per register and
-    D = 128 (VLMAX == D) stays blocked."""
+    """VLEN 1024 with LMUL 4, packed regime asked for: VLMAX = 128, so D = 64 packs 2 heads
+    per register and D = 128 (VLMAX == D) stays blocked."""
     rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
-                 "--lmul", "4"], vlen=1024)
+                 "--lmul", "4", "--regime", "packed"], vlen=1024)
     head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["head_dim"]
     if head_dim == 64:
         assert rec["regime"] == "packed" and rec["pack"] == 2
@@ -76,18 +80,20 @@ SHAPES = [
 ]
 
 
+@pytest.mark.parametrize("regime", ("blocked", "packed"))
 @pytest.mark.parametrize("lmul", (1, 2, 4))
 @pytest.mark.parametrize("vlen", (512, 1024))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
-def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int) -> None:
+def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int,
+                           regime: str) -> None:
     heads, kv_heads, head_dim = shape
     args = ["--kernel", "fa-v", "--heads", str(heads), "--kv-heads", str(kv_heads),
-            "--head-dim", str(head_dim), "--lmul", str(lmul)]
+            "--head-dim", str(head_dim), "--lmul", str(lmul), "--regime", regime]
     vlmax = vlen * lmul // 32
     for extra in (["--n", "11", "--block-r", "4", "--block-c", "5", "--r", "3"],
                   ["--phase", "decode", "--l", "37"]):
         rec = check(args + extra, vlen)
-        packed = vlmax > head_dim and vlmax % head_dim == 0
+        packed = regime == "packed" and vlmax > head_dim and vlmax % head_dim == 0
         assert rec["regime"] == ("packed" if packed else "blocked")
         assert rec["pack"] == (vlmax // head_dim if packed else 1)
 
@@ -101,8 +107,8 @@ def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int) ->
         ["--block-r", "64", "--block-c", "3", "--unroll", "8"],
         ["--block-r", "1", "--block-c", "1", "--unroll", "3"],
         ["--block-r", "4", "--block-c", "6", "--unroll", "5", "--lmul", "2"],
-        ["--block-r", "7", "--block-c", "9", "--r", "1", "--lmul", "4"],
-        ["--block-r", "7", "--block-c", "9", "--r", "2", "--lmul", "4"],
+        ["--block-r", "7", "--block-c", "9", "--r", "1", "--lmul", "4", "--regime", "packed"],
+        ["--block-r", "7", "--block-c", "9", "--r", "2", "--lmul", "4", "--regime", "packed"],
     ],
     ids=lambda t: "_".join(x.lstrip("-") for x in t),
 )
@@ -121,10 +127,11 @@ def test_ggml_vec_lmul(vlen: int, lmul: int) -> None:
 
 def test_longer_sequences() -> None:
     """Several key blocks with the default 64x64 blocking, both regimes."""
-    for extra, vlen in ((["--lmul", "1"], 512), (["--lmul", "4"], 1024)):
+    for extra, vlen in ((["--lmul", "1"], 512), (["--lmul", "4", "--regime", "packed"], 1024)):
         check(["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "150", *extra], vlen)
-    check(["--kernel", "fa-v", "--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "700",
-           "--lmul", "4"], 1024)
+    for regime in ("blocked", "packed"):
+        check(["--kernel", "fa-v", "--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "700",
+               "--lmul", "4", "--regime", regime], 1024)
 
 
 def test_seed_changes_inputs_not_correctness() -> None:
@@ -136,15 +143,15 @@ def test_seed_changes_inputs_not_correctness() -> None:
 def test_fav_r_capped_by_heads() -> None:
     """4 heads of D = 32 fill one 128-element register: R = 4 is capped to 1."""
     rec = check(["--kernel", "fa-v", "--heads", "4", "--kv-heads", "1", "--head-dim", "32",
-                 "--n", "5", "--lmul", "4"], 1024)
+                 "--n", "5", "--lmul", "4", "--regime", "packed"], 1024)
     assert rec["regime"] == "packed" and rec["pack"] == 4 and rec["r"] == 1
 
 
-@pytest.mark.parametrize("lmul,r,unroll", [(1, 4, 8), (2, 2, 4), (4, 1, 2)])
+@pytest.mark.parametrize("lmul,r,unroll", [(1, 4, 8), (2, 2, 8), (4, 1, 4)])
 def test_fav_register_file_caps(lmul: int, r: int, unroll: int) -> None:
     """Requests beyond the register file are capped and reported capped."""
     packed = check(["--kernel", "fa-v", "--heads", "32", "--kv-heads", "4", "--head-dim", "8",
-                    "--n", "6", "--lmul", str(lmul), "--r", "4"], 1024)
+                    "--n", "6", "--lmul", str(lmul), "--r", "4", "--regime", "packed"], 1024)
     assert packed["regime"] == "packed" and packed["r"] == r
     blocked = check(["--kernel", "fa-v", "--model", "llama-3.2-3b", "--n", "6",
                      "--lmul", str(lmul), "--unroll", "8"], 128)

@@ -36,11 +36,13 @@ DUMP_CASES = [
     ("ggml-vec", ["--model", "tinyllama-1.1b", "--n", "10"], 128),
     ("ggml-vec", ["--heads", "6", "--kv-heads", "3", "--head-dim", "20", "--n", "7"], 512),
     ("fa-v", ["--model", "qwen2.5-1.5b", "--n", "11", "--block-r", "4", "--block-c", "3"], 256),
-    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "10", "--lmul", "4"], 1024),  # packed
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "10", "--lmul", "4"], 1024),  # blocked
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "10", "--lmul", "4", "--regime", "packed"],
+     1024),
     ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "32", "--phase", "decode",
-              "--l", "45", "--lmul", "2"], 1024),  # packed, registers spanning kv heads
+              "--l", "45", "--lmul", "2", "--regime", "packed"], 1024),  # spanning kv heads
     ("fa-v", ["--heads", "12", "--kv-heads", "2", "--head-dim", "16", "--n", "8",
-              "--lmul", "4", "--r", "2"], 512),
+              "--lmul", "4", "--r", "2", "--regime", "packed"], 512),
 ]
 
 
@@ -88,7 +90,7 @@ def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int)
 
 @pytest.mark.parametrize("kernel,vlen,extra", [
     ("ggml-scalar", 256, []), ("ggml-vec", 256, []), ("fa-v", 256, []),
-    ("fa-v", 1024, ["--lmul", "4"]),
+    ("fa-v", 1024, ["--lmul", "4", "--regime", "packed"]),
 ])
 def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
     res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
@@ -120,6 +122,8 @@ BAD_ARGS = [
     ("attention", ["--kernel", "fa-v", *BASE, "--precision", "bf16"], "--precision"),
     ("attention", ["--kernel", "fa-v", *BASE, "--lmul", "3"], "--lmul"),
     ("attention", ["--kernel", "fa-v", *BASE, "--lmul", "8"], "--lmul"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--lmul", "4x"], "--lmul"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--regime", "tiled"], "--regime"),
     ("attention", ["--kernel", "fa-v", *BASE, "--unroll", "0"], "--unroll"),
     ("attention", ["--kernel", "fa-v", *BASE, "--block-r", "x"], "--block-r"),
     ("attention", ["--kernel", "fa-v", *BASE, "--roi", "gem5"], "--roi"),

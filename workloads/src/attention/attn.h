@@ -13,11 +13,14 @@ typedef struct {
     float *o;
 } attn_problem;
 
+enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED };
+
 typedef struct {
     int block_r, block_c; /* fa-v sequence blocking: query tokens x keys */
     int unroll;           /* fa-v blocked regime: heads per unrolled group */
     int r;                /* fa-v packed regime: registers of packed heads per iteration */
-    int lmul;             /* 1, 2 or 4: register grouping for ggml-vec and fa-v */
+    int lmul;             /* 1, 2 or 4 (0 = auto): register grouping for ggml-vec and fa-v */
+    int regime;           /* fa-v: FAV_AUTO, FAV_BLOCKED or FAV_PACKED */
 } attn_tunables;
 
 /* One past the last key that query token i may see. */
@@ -28,6 +31,9 @@ static inline int attn_kv_end(const attn_problem *p, int i) {
 void attn_ggml_scalar(const attn_problem *p);
 
 #if VLSCALE_VECTOR
+/* The default LMUL: the smallest of 1, 2, 4 whose VLMAX at e32 holds head_dim elements
+ * (else 4), so one vector instruction covers a head's D or a key strip of that length. */
+int attn_auto_lmul(int head_dim);
 void attn_ggml_vec(const attn_problem *p, const attn_tunables *t);
 
 /* fa-v: the regime is decided before the region of interest, together with the scratch
@@ -41,6 +47,7 @@ typedef struct {
     float *m, *s;   /* running max / sum for one query block (replicated per element when
                        packed, one per head when blocked) */
     float *sc;      /* blocked regime: scores of one key block for an unrolled head group */
+    float *kt;      /* blocked regime: the key block transposed, [kv head][D][block_c] */
     int n_regs;     /* packed regime: registers needed for the heads of one token */
     int *seg;       /* packed: (kv head, number of query heads) per segment of a register */
     int *seg_start; /* packed: first segment of register r is seg_start[r] */

@@ -1,13 +1,27 @@
-/* fa-v (fp32): FlashAttention-V. The regime is chosen at run time from VLMAX (vsetvlmax at
- * e32 and the chosen LMUL): VLMAX <= D or D not dividing VLMAX -> "blocked" (sequence
- * blocking, heads innermost, unrolled over U heads with GQA reuse); otherwise "packed"
- * (P = VLMAX/D heads per register, vectorised online softmax). See README.md. */
+/* fa-v (fp32): FlashAttention-V. Two regimes: "blocked" (sequence blocking, scores
+ * vectorised across keys from a transposed key block, heads innermost, unrolled over U heads
+ * with GQA reuse; the default) and "packed" (--regime packed, when VLMAX > D and D divides
+ * VLMAX: P = VLMAX/D heads per register, vectorised online softmax). See README.md. */
 #if VLSCALE_VECTOR
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "attention/attn.h"
+
+/* Blocked regime: keys [c0, c1) of every kv head stored transposed, kt[(g*D + d)*BC + j-c0],
+ * so that the scores of a strip of keys are unit-stride vector loads (no strided or indexed
+ * access, which gem5 splits into one micro-op per element). Scalar copies, once per key
+ * block, reused by every query row and head of the row block. */
+static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
+    const attn_problem *p = c->p;
+    const int D = p->head_dim, BC = c->t.block_c;
+    const size_t kv_row = (size_t)p->kv_heads * D;
+    for (int j = c0; j < c1; j++) {
+        const float *krow = p->k + (size_t)j * kv_row;
+        for (size_t gd = 0; gd < kv_row; gd++) c->kt[gd * BC + (size_t)(j - c0)] = krow[gd];
+    }
+}
 
 #define LMUL_IMPL "attention/fa_v_impl.h"
 #include "attention/each_lmul.h"
@@ -21,25 +35,35 @@ static int vlmax_e32(int lmul) {
     }
 }
 
+int attn_auto_lmul(int head_dim) {
+    return vlmax_e32(1) >= head_dim ? 1 : vlmax_e32(2) >= head_dim ? 2 : 4;
+}
+
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
     *c = (fav_ctx){.p = p, .t = *t};
     c->vlmax = vlmax_e32(t->lmul);
-    c->packed = c->vlmax > D && c->vlmax % D == 0;
+    /* auto = blocked: with K^T scores it measured faster than packing in gem5 at every
+     * VLEN (workloads/README.md); packing is used only when asked for and possible */
+    c->packed = t->regime == FAV_PACKED && c->vlmax > D && c->vlmax % D == 0;
     c->pack = c->packed ? c->vlmax / D : 1;
     /* Fit the register file (32 registers = 32/LMUL groups): the packed regime keeps four
      * vectors per register of heads (q, acc, max, sum) plus about six temporaries, so
-     * R * LMUL <= 4; the blocked regime keeps U accumulators plus q/k temporaries, so
-     * U * LMUL <= 8. Larger requests are capped (and reported capped) instead of spilling
-     * inside the key loop. */
+     * R * LMUL <= 4; the blocked regime keeps U accumulators plus one K^T or V row, so
+     * U * LMUL <= 16 (U = 8 at LMUL 4 spills). Larger requests are capped (and reported
+     * capped) instead of spilling inside the key loop. */
     if (c->t.r > 4 / t->lmul) c->t.r = 4 / t->lmul;
-    if (c->t.unroll > 8 / t->lmul) c->t.unroll = 8 / t->lmul;
+    if (c->t.unroll > 16 / t->lmul) c->t.unroll = 16 / t->lmul;
     if (c->t.r < 1) c->t.r = 1;
     const size_t per = c->packed ? (size_t)t->block_r * H * D : (size_t)t->block_r * H;
     c->m = malloc(per * sizeof(float));
     c->s = malloc(per * sizeof(float));
     c->sc = malloc((size_t)8 * t->block_c * sizeof(float));
     if (!c->m || !c->s || !c->sc) return -1;
+    if (!c->packed) {
+        c->kt = malloc((size_t)p->kv_heads * D * t->block_c * sizeof(float));
+        if (!c->kt) return -1;
+    }
     if (c->packed) {
         const int P = c->pack;
         c->n_regs = (H + P - 1) / P;
@@ -81,6 +105,7 @@ void fav_release(fav_ctx *c) {
     free(c->m);
     free(c->s);
     free(c->sc);
+    free(c->kt);
     free(c->seg);
     free(c->seg_start);
     free(c->same_prev);

@@ -1,8 +1,9 @@
 /* fa-v, blocked regime (VL <= D), one group of NREP consecutive query heads of token i
  * against keys [j0, j1). Included once per (LMUL, NREP).
- * Scores: one pass over the keys, D strip-mined; a K row of a kv head shared by neighbouring
- * heads of the group is loaded once per strip (GQA reuse). Softmax: block maximum, then a
- * vector exp over the block's scores, one rescale of the accumulator per block.
+ * Scores: vectorised across the block's keys from the transposed key block (no reduction);
+ * a K^T row of a kv head shared by neighbouring heads of the group is loaded once (GQA
+ * reuse). Softmax: block maximum, then a vector exp over the block's scores, one rescale of
+ * the accumulator per block.
  * Accumulate: per strip of D the NREP accumulators stay in registers over the whole block. */
 #include "attention/fa_v_rep.h"
 
@@ -12,7 +13,6 @@ __attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_c
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
     const int BC = c->t.block_c, n = j1 - j0;
     const size_t kv_row = (size_t)p->kv_heads * D;
-    const size_t vlm = SETVLMAX(), vred = (size_t)D < vlm ? (size_t)D : vlm;
     const float *qp[NREP];
     float *op[NREP], *sp[NREP];
     size_t kvo[NREP];
@@ -24,25 +24,27 @@ __attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_c
     }
 #define NEWKV(u) ((u) == 0 || kvo[u] != kvo[(u) > 0 ? (u) - 1 : 0])
 
-    /* 1. scores s = (q . k) * scale for every key of the block */
-    for (int j = j0; j < j1; j++) {
-        const float *krow = p->k + (size_t)j * kv_row;
-#define DECL(u) VF a##u = VFMV(0.0f, vlm);
-        REP(DECL)
-#undef DECL
-        for (int d = 0; d < D;) {
-            const size_t vl = SETVL((size_t)(D - d));
-            VF kv = VLE(krow + kvo[0] + d, vl);
-#define DOT(u)                                                              \
-    if ((u) > 0 && NEWKV(u)) kv = VLE(krow + kvo[u] + d, vl);               \
-    a##u = __riscv_vfmacc_tu(a##u, VLE(qp[u] + d, vl), kv, vl);
+    /* 1. scores s = (q . k) * scale for the block's keys, vectorised across keys: the key
+     *    block is stored transposed (c->kt, built once per key block by fav_transpose_k), so
+     *    a strip of keys is one unit-stride load per d, shared by the heads of one kv head,
+     *    and every head adds q[d] * K^T[d][strip] with one vfmacc.vf. No reduction. */
+    for (int jj = 0; jj < n;) {
+        const size_t vl = SETVL((size_t)(n - jj));
+#define ZERO(u) VF a##u = VFMV(0.0f, vl);
+        REP(ZERO)
+#undef ZERO
+        for (int d = 0; d < D; d++) {
+            VF kv = VLE(c->kt + (kvo[0] + (size_t)d) * BC + jj, vl);
+#define DOT(u)                                                                     \
+    if ((u) > 0 && NEWKV(u)) kv = VLE(c->kt + (kvo[u] + (size_t)d) * BC + jj, vl); \
+    a##u = __riscv_vfmacc(a##u, qp[u][d], kv, vl);
             REP(DOT)
 #undef DOT
-            d += (int)vl;
         }
-#define RED(u) sp[u][j - j0] = FN(hsum)(a##u, vred) * p->scale;
-        REP(RED)
-#undef RED
+#define SAVE(u) __riscv_vse32(sp[u] + jj, __riscv_vfmul(a##u, p->scale, vl), vl);
+        REP(SAVE)
+#undef SAVE
+        jj += (int)vl;
     }
 
     /* 2. online softmax over the block, vectorised across its keys */

@@ -19,34 +19,53 @@
 #define RTOL 1e-4
 #define REL_FLOOR 1e-3 /* max_rel denominators below this are clamped (near-zero outputs) */
 
+/* Converts n floats to double once: the reference then runs on doubles without a conversion
+ * per use (it runs on gem5's atomic CPU after every measured kernel, so its instruction
+ * count is a large part of a sweep's cost). */
+static double *to_double(const float *x, size_t n) {
+    double *d = malloc(n * sizeof(double));
+    if (!d) die_arg("out of memory");
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
 static void reference(const attn_problem *p, double *out) {
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
     const size_t kv_row = (size_t)p->kv_heads * D;
     double *w = malloc((size_t)p->n_kv * sizeof(double));
+    double *qd = to_double(p->q, (size_t)p->n_q * H * D);
+    double *kd = to_double(p->k, (size_t)p->n_kv * kv_row);
+    double *vd = to_double(p->v, (size_t)p->n_kv * kv_row);
     if (!w) die_arg("out of memory");
+    const double scale = 1.0 / sqrt((double)D);
     for (int i = 0; i < p->n_q; i++) {
         const int end = attn_kv_end(p, i);
         for (int h = 0; h < H; h++) {
-            const float *q = p->q + ((size_t)i * H + h) * D;
+            const double *q = qd + ((size_t)i * H + h) * D;
             const size_t kvo = (size_t)(h / group) * D;
             double mx = -INFINITY, sum = 0.0;
             for (int j = 0; j < end; j++) {
-                const float *k = p->k + (size_t)j * kv_row + kvo;
+                const double *k = kd + (size_t)j * kv_row + kvo;
                 double s = 0.0;
-                for (int d = 0; d < D; d++) s += (double)q[d] * k[d];
-                w[j] = s / sqrt((double)D);
+                for (int d = 0; d < D; d++) s += q[d] * k[d];
+                w[j] = s * scale;
                 if (w[j] > mx) mx = w[j];
             }
             for (int j = 0; j < end; j++) sum += (w[j] = exp(w[j] - mx));
             double *o = out + ((size_t)i * H + h) * D;
             for (int d = 0; d < D; d++) o[d] = 0.0;
             for (int j = 0; j < end; j++) {
-                const float *v = p->v + (size_t)j * kv_row + kvo;
-                for (int d = 0; d < D; d++) o[d] += w[j] / sum * v[d];
+                const double *v = vd + (size_t)j * kv_row + kvo;
+                const double wj = w[j];
+                for (int d = 0; d < D; d++) o[d] += wj * v[d];
             }
+            for (int d = 0; d < D; d++) o[d] /= sum;
         }
     }
     free(w);
+    free(qd);
+    free(kd);
+    free(vd);
 }
 
 static void fill(rng_t *r, float *x, size_t n) {
@@ -128,10 +147,18 @@ int main(int argc, char **argv) {
     attn_tunables t;
     t.block_r = (int)arg_long(&a, "block-r", 64, 1, 1 << 16);
     t.block_c = (int)arg_long(&a, "block-c", 64, 1, 1 << 16);
+    static const char *const regimes[] = {"auto", "blocked", "packed", NULL};
+    const char *regime_arg = arg_choice(&a, "regime", "auto", regimes);
+    t.regime = !strcmp(regime_arg, "blocked") ? FAV_BLOCKED
+               : !strcmp(regime_arg, "packed") ? FAV_PACKED : FAV_AUTO;
     t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
     t.r = (int)arg_long(&a, "r", 4, 1, 4);
-    t.lmul = (int)arg_long(&a, "lmul", 1, 1, 4);
-    if (t.lmul == 3) die_arg("--lmul: expected 1, 2 or 4, got 3");
+    /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
+    const char *lmul_arg = arg_str(&a, "lmul", "auto");
+    if (!strcmp(lmul_arg, "auto")) t.lmul = 0;
+    else if (!strcmp(lmul_arg, "1") || !strcmp(lmul_arg, "2") || !strcmp(lmul_arg, "4"))
+        t.lmul = atoi(lmul_arg);
+    else die_arg("--lmul: expected auto, 1, 2 or 4, got '%s'", lmul_arg);
     const char *dump = arg_str(&a, "dump", NULL);
     const int perturb = arg_flag(&a, "test-perturb");
     args_finish(&a);
@@ -148,6 +175,11 @@ int main(int argc, char **argv) {
                       .n_kv = n_kv, .causal = !decode, .scale = 1.0f / sqrtf((float)head_dim),
                       .q = q, .k = k, .v = v, .o = o};
 
+#if VLSCALE_VECTOR
+    if (t.lmul == 0) t.lmul = attn_auto_lmul(head_dim);
+#else
+    if (t.lmul == 0) t.lmul = 1; /* no vector code: nothing to choose */
+#endif
     const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
     int vlmax = 0, pack = 1, step = 1, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
     const int kid = strcmp(kernel, "fa-v") == 0 ? 2 : strcmp(kernel, "ggml-vec") == 0 ? 1 : 0;
