@@ -1,4 +1,5 @@
-"""python -m analysis collect|tables|plots|report RESULTS_DIR"""
+"""python -m analysis collect|tables|plots|report RESULTS_DIR
+python -m analysis compact RESULTS_DIR DEST_DIR"""
 
 from __future__ import annotations
 
@@ -13,12 +14,25 @@ from .stats import StatsError
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis",
                                  description="Analyse a results/<sweep> folder.")
-    ap.add_argument("command", choices=["collect", "tables", "plots", "report"])
+    ap.add_argument("command", choices=["collect", "tables", "plots", "report", "compact"])
     ap.add_argument("results_dir", type=Path)
+    ap.add_argument("dest", type=Path, nargs="?", help="compact: the folder to write")
     ap.add_argument("--no-cache", action="store_true", help="re-parse every run")
     args = ap.parse_args(argv)
     root: Path = args.results_dir
     try:
+        if args.command == "compact":
+            from .compact import compact
+
+            if args.dest is None:
+                print("error: compact needs a destination folder (e.g. results/reference)",
+                      file=sys.stderr)
+                return 2
+            n, size, problems = compact(root, args.dest)
+            for p in problems:
+                print(f"warning: {p}", file=sys.stderr)
+            print(f"compacted {n} runs into {args.dest} ({size / 1e6:.2f} MB)")
+            return 0
         if args.command == "report":
             from .report import make_report
 

@@ -69,13 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="timed rounds (best is kept)")
     args = ap.parse_args(argv)
     src = sources()
+    texts = [read_text(s) for s in src]  # test data may be gzip-compressed
     tmp = Path(tempfile.mkdtemp(prefix="vecscale-bench-"))
     try:
         files = []
         for i in range(args.n):
             p = tmp / f"{i:05d}" / "stats.txt"
             p.parent.mkdir()
-            shutil.copyfile(src[i % len(src)], p)
+            p.write_text(texts[i % len(src)], encoding="latin-1")
             files.append(p)
         size = sum(f.stat().st_size for f in files[: len(src)]) / len(src)
         print(f"{args.n} files from {len(src)} source(s) ({', '.join(s.name for s in src)}), "

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import tarfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -150,11 +152,38 @@ def _shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, fl
     return out
 
 
-def _stats_metrics(text: str, source: str, roi: int) -> dict[str, Any]:
+#: a compacted run (analysis/compact.py) keeps only its ROI dump, filtered, under this name
+ROI_ONLY_STATS = "stats.roi.txt"
+#: a compacted sweep keeps its runs/ folder in this one archive (unpacked on first use)
+RUNS_ARCHIVE = "runs.tar.gz"
+
+
+def unpack_runs(root: Path) -> None:
+    """Unpack a compacted sweep's runs.tar.gz into root/runs (a fresh clone has only the
+    archive). Only plain files under runs/ are accepted."""
+    tmp = root / "runs.unpacking"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with tarfile.open(root / RUNS_ARCHIVE) as tar:
+            members = tar.getmembers()
+            for m in members:
+                parts = Path(m.name).parts
+                if not (m.isfile() or m.isdir()) or not parts or parts[0] != "runs" \
+                        or ".." in parts or Path(m.name).is_absolute():
+                    raise CollectError(f"{root / RUNS_ARCHIVE}: unexpected entry {m.name!r}")
+            tar.extractall(tmp, members=members, filter="data")
+    except (OSError, tarfile.TarError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CollectError(f"{root / RUNS_ARCHIVE}: cannot unpack ({exc})") from None
+    os.replace(tmp / "runs", root / "runs")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stats_metrics(text: str, source: str, roi: int, roi_only: bool = False) -> dict[str, Any]:
     dumps = parse_text(text, source)
     if not 1 <= roi <= len(dumps):
         raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
-    if roi == len(dumps) == 1:
+    if roi == len(dumps) == 1 and not roi_only:
         # gem5 always appends a dump at exit (atexit), so a file with one dump has no ROI
         # dump: the workload's dump_stats never ran (ROI m5ops not enabled?).
         raise StatsError(f"{source}: only one dump (gem5's exit dump): the workload's ROI "
@@ -244,13 +273,17 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
                           or ("q8" if kernel.startswith("q8") else "attention"))
     row.update(_shape_metrics(axes, result))
     stats_path = run_dir / "stats.txt"
+    roi_only = not stats_path.exists() and (run_dir / ROI_ONLY_STATS).exists()
+    if roi_only:
+        stats_path = run_dir / ROI_ONLY_STATS
     if row["target"] != "qemu" and (stats_path.exists() or row["status"] == "ok"):
+        shown = f"{rel}/{stats_path.name}"
         try:
-            roi = int(_pick("roi_dump", run, default=1))
-            row.update(_stats_metrics(read_text(stats_path), f"{rel}/stats.txt", roi))
+            roi = 1 if roi_only else int(_pick("roi_dump", run, default=1))
+            row.update(_stats_metrics(read_text(stats_path), shown, roi, roi_only))
         except StatsError as exc:
             if row["status"] == "ok":
-                errors.append(str(exc).replace(str(stats_path), f"{rel}/stats.txt"))
+                errors.append(str(exc).replace(str(stats_path), shown))
         except (TypeError, ValueError):
             errors.append(f"{rel}/run.json: roi_dump is not an integer")
     cycles = _num(row.get("cycles"))
@@ -303,6 +336,8 @@ def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = 
     if not root.is_dir():
         raise CollectError(f"{root}: not a folder (expected results/<sweep>)")
     runs_dir = root / "runs"
+    if not runs_dir.is_dir() and (root / RUNS_ARCHIVE).is_file():
+        unpack_runs(root)
     if not runs_dir.is_dir():
         raise CollectError(f"{root}: has no runs/ folder (not a sweep results folder)")
     run_dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir())

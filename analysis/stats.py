@@ -21,6 +21,7 @@ converted to float. ``Dump.to_dict()`` converts a whole block when that is wante
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 BEGIN = "---------- Begin Simulation Statistics"
@@ -142,6 +143,10 @@ class Dump:
             return any(k.startswith(prefix) for k in self._dict)
         return self._text.find("\n" + prefix) >= 0
 
+    def to_text(self) -> str:
+        """The block's entry lines as gem5 printed them (without the banners)."""
+        return self._text
+
     def to_dict(self) -> dict[str, float]:
         """Convert every entry of the block (slower; for inspection and tests)."""
         if self._dict is None:
@@ -200,13 +205,18 @@ def _split_dumps(text: str, source: str) -> list[Dump]:
 
 
 def read_text(path: str | Path) -> str:
+    """A stats file's text; ``.gz`` files (compacted results) are decompressed."""
     p = Path(path)
     try:
         data = p.read_bytes()
+        if p.suffix == ".gz":
+            data = gzip.decompress(data)
     except FileNotFoundError:
         raise StatsError(f"{p}: no such file") from None
     except OSError as exc:
-        raise StatsError(f"{p}: cannot read: {exc.strerror}") from None
+        raise StatsError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except EOFError:
+        raise StatsError(f"{p}: truncated gzip data") from None
     # latin-1 never fails and is the fastest decoder; gem5 writes ASCII.
     return data.decode("latin-1")
 

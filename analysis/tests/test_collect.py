@@ -196,3 +196,28 @@ def test_single_dump_means_no_roi_dump(tmp_path: Path) -> None:
     write_run(root, "x", attn_axes("fa-v", 512, 8), stats=one)
     r = _row(collect(root).df, "x")
     assert not r["usable"] and "ROI dump is missing" in r["analysis_error"]
+
+
+REAL = sorted((Path(__file__).parent / "data" / "real").glob("*.stats.txt.gz"))
+
+
+@pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
+def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
+    """A real gem5 run's stats.txt (kept from a smoke sweep) collects to a usable row whose
+    cycles are the Minor core's ROI cycles and whose vector metrics come from the patch."""
+    from analysis.stats import read_text, roi_dump
+
+    kernel = path.name.split("_")[0]
+    text = read_text(path)
+    write_run(tmp_path, "real", {**attn_axes(kernel, 512, 8), "model": "tinyllama-1.1b"},
+              stats=text, result=attn_result(kernel, 512))
+    r = _row(collect(tmp_path, use_cache=False).df, "real")
+    roi = roi_dump(path, 1)
+    assert r["usable"] and r["n_dumps"] == 2
+    assert r["cycles"] == roi.get("board.processor.switch.core.numCycles") > 0
+    assert r["insts"] == roi.get("board.processor.switch.core.commitStats0.numInsts") > 0
+    if kernel != "ggml-scalar":
+        assert r["has_vec_timing"] and r["vec_uops_total"] > 0 and r["vec_busy_total"] > 0
+        assert 0 < r["lane_util"] <= 1
+    else:
+        assert r["vec_uops_total"] == 0

@@ -149,13 +149,19 @@ def test_synth_format_round_trip() -> None:
     assert d.get("system.cpu.vecTiming.busyCycles::SimdMisc") == 0
 
 
-@pytest.mark.skipif(not REAL, reason="no real gem5 stats.txt under analysis/tests/data/real/ "
-                                      "yet (added once a gem5 build exists)")
 @pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
 def test_real_gem5_files(path: Path) -> None:
     dumps = parse_file(path)
-    assert dumps
-    assert any(d.get("system.cpu.numCycles") > 0 for d in dumps)
+    assert len(dumps) == 2  # the workload's ROI dump, then gem5's exit dump
+    roi = dumps[0]
+    cpu = roi.cpu()
+    assert cpu == "board.processor.switch.core"  # the Minor core switched in for the ROI
+    assert roi.get(cpu + ".numCycles") > 0 and roi.get(cpu + ".commitStats0.numInsts") > 0
+    # the fast atomic core ran nothing inside the ROI
+    assert roi.get("board.processor.start.core.numCycles") == 0
+    if "scalar" not in path.name:
+        assert roi.has_prefix(cpu + ".vecTiming.")
+        assert roi.vector(cpu + ".vecTiming.microOps")["total"] > 0
     for d in dumps:
         full = d.to_dict()
         assert full.get("simTicks", 0) == d.get("simTicks")

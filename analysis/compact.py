@@ -1,0 +1,87 @@
+"""Compact a results folder for keeping in git: `python -m analysis compact SRC DST`.
+
+For every finished run of SRC (a folder with status.json) DST's `runs.tar.gz` gets
+run.json, status.json, result.json and `stats.roi.txt`: the ROI dump only, restricted to
+the stats the tables, plots and the report read (KEEP). A gem5 stats.txt of about 400 KiB
+becomes about 15 KiB of text, alike from run to run like the JSON files, so the one
+compressed archive holds a thousand runs in a few MB. The sweep's own files (sweep.yaml,
+points.json, provenance.json) are copied as they are. `collect` unpacks the archive into
+DST/runs on first use and reads a compacted run like any other (stats.roi.txt when
+stats.txt is absent). The archive is rewritten whole (deterministically: sorted, no
+timestamps), so compacting again after a resumed sweep is safe.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+from pathlib import Path
+
+from .collect import ROI_ONLY_STATS, RUNS_ARCHIVE
+from .stats import BEGIN, END, StatsError, parse_text, read_text
+
+SWEEP_FILES = ("sweep.yaml", "points.json", "provenance.json")
+RUN_FILES = ("run.json", "status.json", "result.json")
+#: stat names kept (a regular expression over the whole name); the core is whichever
+#: detailed core the dump has (Dump.cpu)
+KEEP = (r"sim(Seconds|Ticks|Freq|Insts|Ops)|host(Seconds|InstRate|OpRate|MemUsage)"
+        r"|{cpu}\.(numCycles|cpi|ipc|idleCycles|commitStats0\.\w+(::\w+)?"
+        r"|vecTiming\.\w+(::\w+)?|branchPred\.(condIncorrect|mispredicted_0::total))"
+        r"|board\.cache_hierarchy\.\w+\.(demandHits|demandMisses|demandAccesses)::total")
+
+
+def compact_stats(text: str, source: str, roi: int) -> str:
+    """The ROI dump of a stats.txt, only the KEEP lines, as a one-dump stats text."""
+    dumps = parse_text(text, source)
+    if not 1 <= roi <= len(dumps):
+        raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
+    dump = dumps[roi - 1]
+    keep = re.compile("(" + KEEP.format(cpu=re.escape(dump.cpu())) + ")$")
+    lines = [ln for ln in dump.to_text().splitlines()
+             if ln.split(None, 1) and keep.match(ln.split(None, 1)[0])]
+    return "\n".join([f"\n{BEGIN} ----------", *lines, "", f"{END}   ----------", ""])
+
+
+def compact(src: Path, dst: Path) -> tuple[int, int, list[str]]:
+    """Compact SRC into DST; returns (runs written, archive bytes, problems)."""
+    runs = src / "runs"
+    if not runs.is_dir():
+        raise StatsError(f"{src}: not a sweep results folder (no runs/)")
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in SWEEP_FILES:
+        if (src / name).is_file():
+            shutil.copyfile(src / name, dst / name)
+    members: list[tuple[str, bytes]] = []
+    problems: list[str] = []
+    run_dirs = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
+    for run_dir in run_dirs:
+        base = f"runs/{run_dir.name}"
+        for name in RUN_FILES:
+            if (run_dir / name).is_file():
+                members.append((f"{base}/{name}", (run_dir / name).read_bytes()))
+        stats = run_dir / "stats.txt"
+        if stats.is_file():
+            try:
+                roi = int(json.loads((run_dir / "run.json").read_text()).get("roi_dump", 1))
+                text = compact_stats(read_text(stats), str(stats), roi)
+                members.append((f"{base}/{ROI_ONLY_STATS}", text.encode()))
+            except (StatsError, OSError, ValueError) as exc:
+                problems.append(f"{run_dir.name}: {str(exc).splitlines()[0]}")
+    tmp = dst / (RUNS_ARCHIVE + ".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, dst / RUNS_ARCHIVE)
+    shutil.rmtree(dst / "runs", ignore_errors=True)  # stale unpacked copy
+    for cached in ("collected.csv",):
+        (dst / cached).unlink(missing_ok=True)
+    return len(run_dirs), (dst / RUNS_ARCHIVE).stat().st_size, problems

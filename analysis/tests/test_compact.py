@@ -1,0 +1,51 @@
+"""Compacted results (python -m analysis compact) give the same table as the full runs."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from analysis.collect import RUNS_ARCHIVE, CollectError, collect
+from analysis.compact import compact
+
+
+def test_compacted_sweep_collects_to_the_same_table(sweep: Path, tmp_path: Path) -> None:
+    dst = tmp_path / "reference"
+    n, size, problems = compact(sweep, dst)
+    assert n == 14 and size > 0
+    # the sweep's two broken stats files are reported, their runs kept (without stats)
+    assert sorted(p.split(":")[0] for p in problems) == ["fav-2048-8", "fav-4096-16"]
+    assert not (dst / "runs").exists() and (dst / RUNS_ARCHIVE).is_file()
+    full = collect(sweep, use_cache=False).df.set_index("id").sort_index()
+    small = collect(dst, use_cache=False).df.set_index("id").sort_index()
+    assert (dst / "runs").is_dir()  # unpacked on first use
+    assert list(small.index) == list(full.index)
+    usable = full[full["usable"]].index
+    assert len(usable) >= 10
+    for col in ("cycles", "insts", "ops", "vec_uops_total", "vec_busy_total", "lane_util",
+                "sim_seconds", "flops", "status", "kernel", "vlen", "lanes"):
+        assert full.loc[usable, col].equals(small.loc[usable, col]), col
+    assert small.loc[usable, "usable"].all()
+
+
+def test_archive_is_deterministic(sweep: Path, tmp_path: Path) -> None:
+    compact(sweep, tmp_path / "a")
+    compact(sweep, tmp_path / "b")
+    assert (tmp_path / "a" / RUNS_ARCHIVE).read_bytes() == \
+        (tmp_path / "b" / RUNS_ARCHIVE).read_bytes()
+
+
+def test_archive_with_entries_outside_runs_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "evil"
+    root.mkdir()
+    with tarfile.open(root / RUNS_ARCHIVE, "w:gz") as tar:
+        data = b"x"
+        info = tarfile.TarInfo("../outside.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(CollectError, match="unexpected entry"):
+        collect(root)
+    assert not (tmp_path / "outside.txt").exists() and not (root / "runs").exists()
