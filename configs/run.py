@@ -178,10 +178,12 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
             l2_assoc=int(caches["l2"]["assoc"]),
         ),
     )
-    board.set_se_binary_workload(
-        BinaryResource(local_path=str(binary)),
-        arguments=list(run["workload"].get("args", [])),
-    )
+    args = list(run["workload"].get("args", []))
+    ref = run["workload"].get("ref")
+    if isinstance(ref, dict) and (path.parent / ref["file"]).is_file():
+        # a precomputed reference (sweeps/refs.py): the check reads it instead of computing
+        args += ["--ref", str((path.parent / ref["file"]).resolve())]
+    board.set_se_binary_workload(BinaryResource(local_path=str(binary)), arguments=args)
     return board
 
 

@@ -216,6 +216,17 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
         dirs = _prepare(todo, runs_dir, spec, opts)
         if dirs:
             precompile_runner()
+        if dirs and spec.target == "gem5":
+            from sweeps import refs
+
+            made, secs, problems = refs.make_missing(todo, runs_dir,
+                                                     opts.jobs or os.cpu_count() or 1)
+            for p in problems:
+                out.write(f"warning: reference file: {p}\n")
+            if made:
+                out.write(f"references: {made} computed on QEMU in {fmt_s(secs)} "
+                          f"({folder / 'refs'})\n")
+            out.flush()
         interrupted = False
         if dirs:
             timeout = opts.timeout if opts.timeout is not None else spec.timeout_s

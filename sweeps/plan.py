@@ -176,6 +176,23 @@ def workload_args(axes: dict[str, Any], roi: str) -> list[str]:
     return args
 
 
+#: where a sweep keeps reference files, relative to a run folder (results/<sweep>/runs/<id>)
+REFS_FROM_RUN = "../../refs"
+
+
+def reference_of(axes: dict[str, Any]) -> dict[str, Any]:
+    """The attention reference a gem5 run checks against: it depends on the problem and the
+    seed only, so runs of every kernel, VLEN and uarch share one file, computed once on QEMU
+    before the sweep (sweeps/refs.py) instead of on gem5 after every kernel. `args` make it
+    (with --make-ref FILE); `file` is relative to the run folder. Not part of the run id:
+    with or without the file the run computes the same thing."""
+    args = ["--kernel", "ggml-scalar", "--model", axes["model"], "--phase", axes["phase"]]
+    args += ["--n", str(axes["n"])] if axes["phase"] == "prefill" else ["--l", str(axes["l"])]
+    args += ["--seed", str(axes["seed"])]
+    key = hashlib.sha256(canonical(args).encode()).hexdigest()[:ID_LEN]
+    return {"file": f"{REFS_FROM_RUN}/{key}.ref", "args": args}
+
+
 def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
                require_inputs: bool = False, gem5_sha_fallback: str | None = None) -> Plan:
     """Expand, filter, resolve and hash. `require_inputs`: missing binaries are errors."""
@@ -290,6 +307,8 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
         }
         if spec.target == "qemu":
             run_json["qemu"] = {"vlen": qemu_vlen}
+        elif kern in ATTN_KERNELS:
+            run_json["workload"]["ref"] = reference_of(axes)
         plan.runs[rid] = Run(rid, axes, run_json, kern, phase)
     if not plan.points:
         raise SpecError(f"{shown}: exclude/include_only: the filters leave no point to run")

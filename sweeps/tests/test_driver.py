@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,32 @@ def test_user_templates_override(fakes: Fakes, tmp_path: Path) -> None:
     r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--force",
                   "--templates", str(tmp_path / "nope"))
     assert r.returncode == 2 and "--templates" in r.stderr
+
+
+@pytest.mark.skipif(not (BUILD / "attention-scalar").exists(), reason="workloads not built")
+@pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
+def test_gem5_sweep_precomputes_references_on_qemu(fakes: Fakes) -> None:
+    """A gem5 sweep computes each distinct attention reference once on QEMU (real
+    attention-scalar --make-ref) before its runs; the real workload accepts the file."""
+    for k in ("VECSCALE_WORKLOADS", "QEMU"):
+        fakes.env.pop(k)  # real binaries and qemu-riscv64; gem5 stays the fake
+    spec = fakes.spec("g5ref", target="gem5", axes={
+        "uarch": ["vitruvius-plus"], "vlen": [512, 1024], "lanes": [8],
+        "kernel": ["fa-v", "ggml-vec"], "model": ["tinyllama-1.1b", "pythia-410m"],
+        "phase": ["prefill", "decode"], "n": [6], "l": [9]})
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "-j", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "references: 4 computed on QEMU" in r.stdout  # 2 models x 2 phases
+    refs = sorted((fakes.results / "g5ref" / "refs").glob("*.ref"))
+    assert len(refs) == 4
+    for v in fakes.statuses("g5ref").values():
+        run = v["run"]
+        ref = run["workload"]["ref"]
+        path = (fakes.results / "g5ref" / "runs" / run["id"] / ref["file"]).resolve()
+        assert path in refs
+        args = [a for a in run["workload"]["args"] if a != "m5"][:-1] + ["--ref", str(path)]
+        res = subprocess.run(["qemu-riscv64", "-cpu", "rv64,v=true,vlen=512",
+                              str(BUILD / "attention"), *args], capture_output=True, text=True)
+        assert res.returncode == 0 and '"pass": true' in res.stdout, res.stderr
+    again = fakes.cli("run", str(spec), "--results", str(fakes.results), "--force")
+    assert again.returncode == 0 and "references:" not in again.stdout

@@ -260,3 +260,31 @@ def test_roi_m5_emits_m5ops() -> None:
     args = ["--kernel", "fa-v", "--model", "pythia-410m", "--n", "4"]
     assert qemu_run("attention", [*args, "--roi", "none"]).rc == 0
     assert qemu_run("attention", [*args, "--roi", "m5"]).rc == -4  # SIGILL
+
+
+def test_reference_file_round_trip_and_refusals(tmp_path: Path) -> None:
+    """--make-ref writes the double reference (no kernel run); --ref checks against it, so a
+    changed value is caught, and a file for another problem or seed is refused."""
+    base = ["--model", "qwen2.5-0.5b", "--n", "9"]
+    ref = tmp_path / "a.ref"
+    made = qemu_run("attention-scalar", ["--kernel", "ggml-scalar", *base, "--make-ref",
+                                         str(ref)])
+    assert made.rc == 0 and ref.stat().st_size > 56, made.stderr
+    assert made.record["make_ref"] == str(ref) and made.record["count"] == 9 * 14 * 64
+    for kernel in ("fa-v", "ggml-vec"):
+        res = qemu_run("attention", ["--kernel", kernel, *base, "--ref", str(ref)], 512)
+        assert res.rc == 0 and res.record["pass"] is True, res.stderr
+    data = bytearray(ref.read_bytes())
+    data[56 + 8 * 100 + 7] ^= 0x40  # flip a high bit of one reference value
+    bad = tmp_path / "bad.ref"
+    bad.write_bytes(bytes(data))
+    res = qemu_run("attention", ["--kernel", "fa-v", *base, "--ref", str(bad)], 512)
+    assert res.rc == 1 and res.record["pass"] is False
+    for args, needle in (([*base, "--seed", "2", "--ref", str(ref)], "another problem"),
+                         (["--model", "qwen2.5-0.5b", "--n", "8", "--ref", str(ref)],
+                          "another problem"),
+                         ([*base, "--ref", str(tmp_path / "none.ref")], "cannot read"),
+                         ([*base, "--ref", str(ref), "--make-ref", str(bad)], "one of them")):
+        res = qemu_run("attention", ["--kernel", "fa-v", *args], 512)
+        lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+        assert res.rc == 2 and len(lines) == 1 and needle in lines[0], res.stderr

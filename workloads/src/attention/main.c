@@ -3,6 +3,7 @@
  * element-wise check -> one JSON line -> exit 0 (correct), 1 (wrong), 2 (bad arguments). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,66 @@ static void reference(const attn_problem *p, double *out) {
     free(qd);
     free(kd);
     free(vd);
+}
+
+/* Reference files (--make-ref writes one, --ref reads one): the double-precision reference
+ * depends only on the problem and the inputs, so a sweep computes it once per shape and seed
+ * on a fast simulator instead of after every measured kernel. The header names the problem
+ * and a checksum of the generated inputs; a file for anything else is refused. */
+typedef struct {
+    char magic[8];
+    int32_t heads, kv_heads, head_dim, n_q, n_kv, causal;
+    int64_t seed;
+    uint64_t inputs; /* checksum of Q, K and V as generated */
+    uint64_t count;  /* doubles that follow */
+} ref_header;
+
+static const char REF_MAGIC[8] = "VSREF01";
+
+static uint64_t checksum(uint64_t h, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t w;
+        memcpy(&w, &x[i], sizeof w);
+        h = (h ^ w) * 0x100000001b3ULL; /* FNV-1a step per 32-bit word */
+    }
+    return h;
+}
+
+static ref_header ref_header_of(const attn_problem *p, long seed, size_t nq_el, size_t nkv_el) {
+    ref_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, REF_MAGIC, sizeof h.magic);
+    h.heads = p->heads, h.kv_heads = p->kv_heads, h.head_dim = p->head_dim;
+    h.n_q = p->n_q, h.n_kv = p->n_kv, h.causal = p->causal, h.seed = seed;
+    uint64_t c = 0xcbf29ce484222325ULL;
+    c = checksum(c, p->q, nq_el);
+    c = checksum(c, p->k, nkv_el);
+    h.inputs = checksum(c, p->v, nkv_el);
+    h.count = nq_el;
+    return h;
+}
+
+static void ref_write(const char *path, const ref_header *h, const double *ref) {
+    FILE *f = fopen(path, "wb");
+    if (!f) die_arg("--make-ref: cannot write %s", path);
+    const int ok = fwrite(h, sizeof *h, 1, f) == 1 &&
+                   fwrite(ref, sizeof(double), h->count, f) == h->count;
+    if (fclose(f) != 0 || !ok) die_arg("--make-ref: cannot write %s", path);
+}
+
+static void ref_read(const char *path, const ref_header *want, double *ref) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die_arg("--ref: cannot read %s", path);
+    ref_header got;
+    if (fread(&got, sizeof got, 1, f) != 1 || memcmp(got.magic, REF_MAGIC, sizeof got.magic))
+        die_arg("--ref: %s is not a reference file", path);
+    if (memcmp(&got, want, sizeof got))
+        die_arg("--ref: %s was written for another problem or inputs (shape %dx%dx%d, n_q %d, "
+                "n_kv %d, seed %lld)", path, got.heads, got.kv_heads, got.head_dim, got.n_q,
+                got.n_kv, (long long)got.seed);
+    const int ok = fread(ref, sizeof(double), want->count, f) == want->count;
+    fclose(f);
+    if (!ok) die_arg("--ref: %s is truncated", path);
 }
 
 static void fill(rng_t *r, float *x, size_t n) {
@@ -160,6 +221,8 @@ int main(int argc, char **argv) {
         t.lmul = atoi(lmul_arg);
     else die_arg("--lmul: expected auto, 1, 2 or 4, got '%s'", lmul_arg);
     const char *dump = arg_str(&a, "dump", NULL);
+    const char *ref_in = arg_str(&a, "ref", NULL);       /* read the reference from here */
+    const char *ref_out = arg_str(&a, "make-ref", NULL); /* only write the reference */
     const int perturb = arg_flag(&a, "test-perturb");
     args_finish(&a);
 
@@ -174,6 +237,19 @@ int main(int argc, char **argv) {
     attn_problem p = {.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim, .n_q = n_q,
                       .n_kv = n_kv, .causal = !decode, .scale = 1.0f / sqrtf((float)head_dim),
                       .q = q, .k = k, .v = v, .o = o};
+
+    if (ref_in && ref_out) die_arg("--ref and --make-ref: give one of them");
+    const ref_header ref_hdr = ref_header_of(&p, seed, nq_el, nkv_el);
+    if (ref_out) { /* no kernel: compute the reference, write it, report */
+        double *r = malloc(nq_el * sizeof(double));
+        if (!r) die_arg("out of memory");
+        reference(&p, r);
+        ref_write(ref_out, &ref_hdr, r);
+        printf("{\"workload\": \"attention\", \"make_ref\": \"%s\", \"count\": %zu}\n", ref_out,
+               nq_el);
+        free(r);
+        return EXIT_OK;
+    }
 
 #if VLSCALE_VECTOR
     if (t.lmul == 0) t.lmul = attn_auto_lmul(head_dim);
@@ -211,7 +287,8 @@ int main(int argc, char **argv) {
 
     double *ref = malloc(nq_el * sizeof(double));
     if (!ref) die_arg("out of memory");
-    reference(&p, ref);
+    if (ref_in) ref_read(ref_in, &ref_hdr, ref);
+    else reference(&p, ref);
     err_stats e;
     err_reset(&e);
     for (size_t i = 0; i < nq_el; i++) err_add(&e, o[i], ref[i], ATOL, RTOL, REL_FLOOR);
