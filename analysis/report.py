@@ -111,10 +111,11 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
     facts, pj_text, sweep_text = provenance(
         root, list(df["uarch"].dropna().unique()) if "uarch" in df.columns else None)
     esc = html.escape
+    runs = tables.runs_once(df)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>vecscale report: "
              f"{esc(root.name)}</title><style>{CSS}</style></head><body>",
              f"<h1>vecscale report: {esc(root.name)}</h1>",
-             f"<p>{len(df)} runs, {int(df['usable'].sum()) if 'usable' in df else 0} usable "
+             f"<p>{len(runs)} runs, {int(runs['usable'].sum()) if 'usable' in runs else 0} usable "
              "for speedups (status ok, statistics parsed).</p>",
              "<h2>Run status</h2>", _html_table(tabs["status"]),
              "<h2>Failed or unusable runs</h2>", _html_table(tabs["failed"]),
@@ -131,6 +132,7 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
               "speedup": "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
               "vl_scaling": f"VL scaling vs the {tables.REF_VLEN}-bit point",
               "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)",
+              "paper_comparison": "The paper's headlines beside ours (closest point)",
               "validation": "Workload self-checks (pass, max errors)"}
     for key, title in titles.items():
         parts += [f"<h2>{esc(title)}</h2>", _html_table(tabs[key])]

@@ -229,7 +229,13 @@ def q8_breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
+def runs_once(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (collect lists a run shared by several uarchs once per uarch)."""
+    return df.drop_duplicates("id") if "id" in df.columns else df
+
+
 def status_table(df: pd.DataFrame) -> pd.DataFrame:
+    df = runs_once(df)
     if df.empty:
         return pd.DataFrame(columns=["status", "runs"])
     t = df.groupby("status", dropna=False).size().reset_index(name="runs")
@@ -238,6 +244,7 @@ def status_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def validation_table(df: pd.DataFrame) -> pd.DataFrame:
     """The workloads' self-checks: pass and max errors, per run that reported them."""
+    df = runs_once(df)
     cols = [c for c in ("id", "target", "status", "kernel", "model", "phase", "vlen", "pass",
                         "max_abs_err", "max_rel_err") if c in df.columns]
     if df.empty or "pass" not in df.columns:
@@ -249,6 +256,7 @@ def validation_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Runs that are not usable, with status and cause (analysis errors included)."""
+    df = runs_once(df)
     if df.empty:
         return pd.DataFrame(columns=["id", "status", "cause"])
     bad = df[~df["usable"].astype(bool)]
@@ -318,6 +326,7 @@ def write_table(t: pd.DataFrame, out_dir: Path, name: str) -> list[Path]:
 
 
 def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    from .compare import paper_comparison  # compare builds on this module
     sp = speedup_table(df)
     return {
         "status": status_table(df),
@@ -326,6 +335,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "speedup": sp,
         "vl_scaling": vl_scaling_table(df),
         "q8_breakdown": q8_breakdown_table(df),
+        "paper_comparison": paper_comparison(df),
         "validation": validation_table(df),
     }
 

@@ -221,3 +221,26 @@ def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
         assert 0 < r["lane_util"] <= 1
     else:
         assert r["vec_uops_total"] == 0
+
+
+def test_scalar_run_shared_by_two_uarchs_is_every_uarchs_baseline(tmp_path: Path) -> None:
+    """The planner gives uarchs that agree around the vector unit one scalar run; points.json
+    says so, and the speedup table then finds that baseline for both uarchs' vector runs."""
+    scalar_axes = {**attn_axes("ggml-scalar", 0, 0), "uarch": "paper-vl-scaled", "vlen": None,
+                   "lanes": None, "timing_model": None}
+    write_run(tmp_path, "scalar", scalar_axes, stats=synth.roi_stats_text(4000, 4000),
+              result=attn_result("ggml-scalar", 0))
+    points = [{"axes": {**scalar_axes, "uarch": u}, "run": "scalar"}
+              for u in ("paper-vl-scaled", "vitruvius-plus")]
+    for u, cycles in (("paper-vl-scaled", 100), ("vitruvius-plus", 200)):
+        axes = {**attn_axes("fa-v", 512, 8), "uarch": u}
+        write_run(tmp_path, f"fav-{u}", axes, stats=synth.roi_stats_text(cycles, cycles),
+                  result=attn_result("fa-v", 512))
+        points.append({"axes": axes, "run": f"fav-{u}"})
+    (tmp_path / "points.json").write_text(json.dumps(points))
+    df = collect(tmp_path, use_cache=False).df
+    assert sorted(df[df["id"] == "scalar"]["uarch"]) == ["paper-vl-scaled", "vitruvius-plus"]
+    sp = tables.speedup_table(df).set_index("id")
+    assert sp.loc["fav-paper-vl-scaled", "speedup_vs_ggml-scalar"] == pytest.approx(40.0)
+    assert sp.loc["fav-vitruvius-plus", "speedup_vs_ggml-scalar"] == pytest.approx(20.0)
+    assert tables.status_table(df)["runs"].sum() == 3  # still three runs

@@ -1,0 +1,39 @@
+"""The paper-vs-ours table picks the right runs and divides the right cycles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis import synth
+from analysis.collect import collect
+from analysis.compare import paper_comparison
+from analysis.tests.synthetic_sweep import attn_axes, attn_result, write_run
+
+
+def _run(root: Path, rid: str, kernel: str, uarch: str, vlen: int | None, lanes: int | None,
+         tm: str | None, cycles: int) -> None:
+    axes = {**attn_axes(kernel, vlen or 0, lanes or 0), "model": "tinyllama-1.1b",
+            "uarch": uarch, "vlen": vlen, "lanes": lanes, "timing_model": tm, "n": 64}
+    write_run(root, rid, axes, stats=synth.roi_stats_text(cycles, cycles),
+              result=attn_result(kernel, vlen or 0))
+
+
+def test_headlines_from_cycles(tmp_path: Path) -> None:
+    _run(tmp_path, "s", "ggml-scalar", "paper-fixed", None, None, None, 24000)
+    _run(tmp_path, "v512", "ggml-vec", "paper-fixed", 512, None, "fixed", 4000)
+    _run(tmp_path, "f512", "fa-v", "paper-fixed", 512, None, "fixed", 1000)
+    _run(tmp_path, "f8k", "fa-v", "paper-fixed", 8192, None, "fixed", 400)
+    _run(tmp_path, "l512", "fa-v", "vitruvius-plus", 512, 64, "lanes", 900)
+    _run(tmp_path, "l4k", "fa-v", "vitruvius-plus", 4096, 64, "lanes", 300)
+    t = paper_comparison(collect(tmp_path, use_cache=False).df)
+    got = {(r["headline"], r["point"].split(",")[0]): r["ours"] for r in t.to_dict("records")}
+    assert got[("prefill: FA-V vs ggml-scalar", "paper-fixed")] == pytest.approx(24.0)
+    assert got[("prefill: FA-V vs ggml-vec", "paper-fixed")] == pytest.approx(4.0)
+    assert got[("prefill: FA-V 512 -> 8192 bit, constant latency", "paper-fixed")] == \
+        pytest.approx(2.5)
+    assert got[("prefill: FA-V 512 -> 4096 bit, 64 lanes", "our lanes model")] == \
+        pytest.approx(3.0)
+    assert t["ours"].notna().all()  # rows without a measurement are left out
+    assert set(t["paper"]) >= {"24x", "3x"}
