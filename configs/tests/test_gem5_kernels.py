@@ -1,4 +1,4 @@
-"""The attention kernels complete in gem5 with their self-checks passing (needs GEM5).
+"""The kernels complete in gem5 with their self-checks passing (needs GEM5).
 
 TinyLlama, prefill N = 64 and decode L = 256, at VLEN 512 and 8192, under every timing
 model. Slow (minutes per run on 2 cores): runs only when GEM5 points to a patched build.
@@ -37,3 +37,20 @@ def test_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, phase: list[str], uar
     if kernel != "ggml-scalar":
         assert rec["vlen"] == vlen
     assert "ROI cycles:" in proc.stdout
+
+
+@pytest.mark.parametrize("vlen", [512, 2048, 8192])
+@pytest.mark.parametrize("kernel", ["q8-ggml", "q8-packed", "q8-split"])
+def test_q8_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, vlen: int) -> None:
+    """The Q8_0 kernels complete with a correct result in gem5 at long VLEN, which QEMU
+    (VLEN <= 1024) cannot check. Stock v24.0.0.1 failed all three: widening-op checks
+    (patch 0004) and slide offsets taken modulo 256 at SEW 8 (patch 0005)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.one", "vitruvius-plus", str(vlen), "16", "--results",
+         str(tmp_path), "--", "--kernel", kernel, "--model", "tinyllama-1.1b", "--proj", "up",
+         "--max-rows", "32"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True and rec["vlen"] == vlen
