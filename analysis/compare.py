@@ -119,14 +119,21 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
             if "lanes" in k.columns and (k["lanes"] == 16).any():
                 k = k[k["lanes"] == 16]
             for rec in k.to_dict("records"):
-                share = float(rec["packing"]) + float(rec["reduction"])
-                out.append(_row(f"Q8_0 {kernel}: packing + reduction share of cycles",
-                                str(rec.get("model")), PAPER_Q8 if kernel == "q8-packed"
-                                else "open question in the paper", 100.0 * share,
-                                f"{rec.get('uarch')}, 2048 bit x {rec.get('lanes')} lanes, "
-                                f"{rec['method']} (percent)"))
+                paper = PAPER_Q8 if kernel == "q8-packed" else "open question in the paper"
+                where = (f"{rec.get('uarch')}, 2048 bit x {_int(rec.get('lanes'))} lanes, "
+                         f"{rec['method']}, percent")
+                for label, a, b in (("of ROI cycles", "packing", "reduction"),
+                                    ("of vector work", "packing_of_vector",
+                                     "reduction_of_vector")):
+                    share = float(rec[a]) + float(rec[b])
+                    out.append(_row(f"Q8_0 {kernel}: packing + reduction {label}",
+                                    str(rec.get("model")), paper, 100.0 * share, where))
     t = pd.DataFrame(out)
     return t[t["ours"].notna()].reset_index(drop=True) if not t.empty else t
+
+
+def _int(v: Any) -> Any:
+    return int(v) if isinstance(v, float) and math.isfinite(v) else v
 
 
 def _scalar_of(a: pd.DataFrame, uarch: str) -> pd.Series:

@@ -187,7 +187,8 @@ def q8_breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
     Attribution: the patch's busyCycles per op class when the run has them; otherwise
     committed vector micro-ops x op latency (run.json system.op_latency, default 6).
     other = cycles - (packing + reduction + mac); if the attributed sum exceeds the cycles,
-    the three are scaled to sum to 1 and other is 0.
+    the three are scaled to sum to 1 and other is 0. `<category>_of_vector` are the three
+    as shares of their sum (the split of the vector work, comparable with the paper's).
     """
     u = usable(df)
     if u.empty or "kernel" not in u.columns:
@@ -221,6 +222,10 @@ def q8_breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
         for cat in CATEGORIES:
             row[cat] = cyc[cat] / denom if denom else math.nan
         row["other"] = max(0.0, total - attributed) / denom if denom else math.nan
+        # the same three as shares of the vector work alone (the paper's packing / reduction
+        # / MAC split sums to 100%): what the vector unit spends its time on
+        for cat in CATEGORIES:
+            row[f"{cat}_of_vector"] = cyc[cat] / attributed if attributed else math.nan
         out.append(row)
     t = pd.DataFrame(out)
     if t.empty:
