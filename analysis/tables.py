@@ -239,6 +239,30 @@ def runs_once(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop_duplicates("id") if "id" in df.columns else df
 
 
+def host_cost_table(df: pd.DataFrame) -> pd.DataFrame:
+    """What runs cost on the host, to size sweeps: per kernel, phase and size, the median
+    wall time of a whole run (status.json), of its ROI in gem5 (hostSeconds of the ROI
+    dump) and the simulated ROI instructions per host second (the detailed core's rate)."""
+    u = runs_once(usable(df))
+    if u.empty or "wall_s" not in u.columns:
+        return pd.DataFrame()
+    t = u.copy()
+    size = pd.Series("", index=t.index)
+    for col, tag in (("n", "N"), ("l", "L"), ("max_rows", "rows")):
+        if col in t.columns:
+            size = size.where(t[col].isna(), f"{tag} = " + t[col].astype("Int64").astype(str))
+    t["size"] = size
+    if "phase" not in t.columns:
+        t["phase"] = None
+    t["phase"] = t["phase"].fillna("-")
+    t["roi_insts_per_host_s"] = t["insts"] / t["host_seconds"]
+    g = t.groupby(["kernel", "phase", "size"], dropna=False)
+    out = g.agg(runs=("id", "size"), wall_s=("wall_s", "median"),
+                roi_host_s=("host_seconds", "median"),
+                roi_insts_per_host_s=("roi_insts_per_host_s", "median")).reset_index()
+    return out.sort_values(["kernel", "phase", "size"]).reset_index(drop=True)
+
+
 def status_table(df: pd.DataFrame) -> pd.DataFrame:
     df = runs_once(df)
     if df.empty:
@@ -341,6 +365,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "vl_scaling": vl_scaling_table(df),
         "q8_breakdown": q8_breakdown_table(df),
         "paper_comparison": paper_comparison(df),
+        "host_cost": host_cost_table(df),
         "validation": validation_table(df),
     }
 
