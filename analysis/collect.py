@@ -159,8 +159,8 @@ RUNS_ARCHIVE = "runs.tar.gz"
 
 
 def unpack_runs(root: Path) -> None:
-    """Unpack a compacted sweep's runs.tar.gz into root/runs (a fresh clone has only the
-    archive). Only plain files under runs/ are accepted."""
+    """Unpack a compacted sweep's runs.tar.gz into root/runs and root/points.json (a fresh
+    clone has only the archive). Only plain files under runs/ and points.json are accepted."""
     tmp = root / "runs.unpacking"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -168,13 +168,16 @@ def unpack_runs(root: Path) -> None:
             members = tar.getmembers()
             for m in members:
                 parts = Path(m.name).parts
-                if not (m.isfile() or m.isdir()) or not parts or parts[0] != "runs" \
-                        or ".." in parts or Path(m.name).is_absolute():
+                ok_name = m.name == "points.json" or (parts and parts[0] == "runs")
+                if not (m.isfile() or m.isdir()) or not ok_name or ".." in parts \
+                        or Path(m.name).is_absolute():
                     raise CollectError(f"{root / RUNS_ARCHIVE}: unexpected entry {m.name!r}")
             tar.extractall(tmp, members=members, filter="data")
     except (OSError, tarfile.TarError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CollectError(f"{root / RUNS_ARCHIVE}: cannot unpack ({exc})") from None
+    if (tmp / "points.json").is_file() and not (root / "points.json").exists():
+        os.replace(tmp / "points.json", root / "points.json")
     os.replace(tmp / "runs", root / "runs")
     shutil.rmtree(tmp, ignore_errors=True)
 

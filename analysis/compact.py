@@ -8,7 +8,8 @@ compressed archive holds a thousand runs in a few MB. The sweep's own files (swe
 points.json, provenance.json) are copied as they are. `collect` unpacks the archive into
 DST/runs on first use and reads a compacted run like any other (stats.roi.txt when
 stats.txt is absent). The archive is rewritten whole (deterministically: sorted, no
-timestamps), so compacting again after a resumed sweep is safe.
+timestamps), so compacting again after a resumed sweep is safe. Machine paths are scrubbed
+from the kept files (this checkout -> `<repo>`, a gem5 build -> `<gem5>/build/...`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from pathlib import Path
 from .collect import ROI_ONLY_STATS, RUNS_ARCHIVE
 from .stats import BEGIN, END, StatsError, parse_text, read_text
 
-SWEEP_FILES = ("sweep.yaml", "points.json", "provenance.json")
+SWEEP_FILES = ("sweep.yaml", "provenance.json")
+#: large and repetitive (a line per sweep point): kept inside the archive
+ARCHIVED_SWEEP_FILES = ("points.json",)
 RUN_FILES = ("run.json", "status.json", "result.json")
 #: stat names kept (a regular expression over the whole name); the core is whichever
 #: detailed core the dump has (Dump.cpu)
@@ -33,6 +36,19 @@ KEEP = (r"sim(Seconds|Ticks|Freq|Insts|Ops)|host(Seconds|InstRate|OpRate|MemUsag
         r"|{cpu}\.(numCycles|cpi|ipc|idleCycles|commitStats0\.\w+(::\w+)?"
         r"|vecTiming\.\w+(::\w+)?|branchPred\.(condIncorrect|mispredicted_0::total))"
         r"|board\.cache_hierarchy\.\w+\.(demandHits|demandMisses|demandAccesses)::total")
+
+
+REPO = Path(__file__).resolve().parent.parent
+#: a gem5 binary's absolute path (provenance, messages): only its build-relative part is kept
+GEM5_PATH = re.compile(r"/[^\s\"'<>:]+/(build/[A-Z0-9_]+/gem5\.\w+)")
+
+
+def scrub(data: bytes) -> bytes:
+    """Machine paths out of kept files: this checkout -> <repo>, a gem5 build -> <gem5>."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    text = text.replace(str(REPO), "<repo>")
+    text = GEM5_PATH.sub(r"<gem5>/\1", text)
+    return text.encode("utf-8", errors="surrogateescape")
 
 
 def compact_stats(text: str, source: str, roi: int) -> str:
@@ -55,15 +71,17 @@ def compact(src: Path, dst: Path) -> tuple[int, int, list[str]]:
     dst.mkdir(parents=True, exist_ok=True)
     for name in SWEEP_FILES:
         if (src / name).is_file():
-            shutil.copyfile(src / name, dst / name)
-    members: list[tuple[str, bytes]] = []
+            (dst / name).write_bytes(scrub((src / name).read_bytes()))
+    members: list[tuple[str, bytes]] = [(name, scrub((src / name).read_bytes()))
+                                        for name in ARCHIVED_SWEEP_FILES
+                                        if (src / name).is_file()]
     problems: list[str] = []
     run_dirs = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
     for run_dir in run_dirs:
         base = f"runs/{run_dir.name}"
         for name in RUN_FILES:
             if (run_dir / name).is_file():
-                members.append((f"{base}/{name}", (run_dir / name).read_bytes()))
+                members.append((f"{base}/{name}", scrub((run_dir / name).read_bytes())))
         stats = run_dir / "stats.txt"
         if stats.is_file():
             try:
@@ -81,7 +99,7 @@ def compact(src: Path, dst: Path) -> tuple[int, int, list[str]]:
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
     os.replace(tmp, dst / RUNS_ARCHIVE)
-    shutil.rmtree(dst / "runs", ignore_errors=True)  # stale unpacked copy
-    for cached in ("collected.csv",):
-        (dst / cached).unlink(missing_ok=True)
+    shutil.rmtree(dst / "runs", ignore_errors=True)  # stale unpacked copies
+    for stale in ("collected.csv", *ARCHIVED_SWEEP_FILES):
+        (dst / stale).unlink(missing_ok=True)
     return len(run_dirs), (dst / RUNS_ARCHIVE).stat().st_size, problems

@@ -49,3 +49,14 @@ def test_archive_with_entries_outside_runs_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CollectError, match="unexpected entry"):
         collect(root)
     assert not (tmp_path / "outside.txt").exists() and not (root / "runs").exists()
+
+
+def test_machine_paths_are_scrubbed() -> None:
+    from analysis.compact import REPO, scrub
+
+    raw = (f'{{"path": "{REPO}/workloads/build/attention", '
+           f'"gem5": "/opt/x/gem5/build/RISCV/gem5.opt"}}').encode()
+    out = scrub(raw).decode()
+    assert str(REPO) not in out and "/opt/x" not in out
+    assert '"<repo>/workloads/build/attention"' in out
+    assert '"<gem5>/build/RISCV/gem5.opt"' in out
