@@ -94,27 +94,45 @@ def statuses(plan: Plan, runs_dir: Path) -> dict[str, dict[str, Any] | None]:
     return {rid: (read_status(runs_dir / rid) if rid in present else None) for rid in plan.runs}
 
 
-def estimate(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> tuple[float | None, str]:
-    """Seconds of run time left, from wall_s of finished runs with the same kernel/phase."""
-    walls: dict[tuple[str, str | None], list[float]] = defaultdict(list)
+def _size(r: Run) -> Any:
+    return r.axes.get("n") if r.phase == "prefill" else r.axes.get("l") if r.phase \
+        else r.axes.get("max_rows")
+
+
+def run_costs(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> dict[str, float | None]:
+    """Expected seconds of each run not finished yet: the mean wall_s of finished runs of the
+    same kernel, phase and size (and VLEN when there are such runs), else the spec's
+    estimate_s guess for the kernel/phase or kernel, else None."""
+    walls: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     for rid, st in sts.items():
         if st and st.get("status") == "ok" and isinstance(st.get("wall_s"), (int, float)):
             r = plan.runs[rid]
-            walls[(r.kernel, r.phase)].append(float(st["wall_s"]))
+            base = (r.kernel, r.phase, _size(r))
+            walls[base].append(float(st["wall_s"]))
+            walls[(*base, r.axes.get("vlen"))].append(float(st["wall_s"]))
     guess = plan.spec.estimate_s
-    total, unknown = 0.0, 0
+    out: dict[str, float | None] = {}
     for rid, r in plan.runs.items():
         if sts.get(rid):
             continue
-        w = walls.get((r.kernel, r.phase))
+        base = (r.kernel, r.phase, _size(r))
+        w = walls.get((*base, r.axes.get("vlen"))) or walls.get(base)
         if w:
-            total += sum(w) / len(w)
+            out[rid] = sum(w) / len(w)
         elif f"{r.kernel}/{r.phase}" in guess:
-            total += guess[f"{r.kernel}/{r.phase}"]
+            out[rid] = float(guess[f"{r.kernel}/{r.phase}"])
         elif r.kernel in guess:
-            total += guess[r.kernel]
+            out[rid] = float(guess[r.kernel])
         else:
-            unknown += 1
+            out[rid] = None
+    return out
+
+
+def estimate(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> tuple[float | None, str]:
+    """Seconds of run time left, from wall_s of finished runs like each one (run_costs)."""
+    costs = run_costs(plan, sts)
+    total = sum(c for c in costs.values() if c is not None)
+    unknown = sum(c is None for c in costs.values())
     note = f" (+{unknown} runs without an estimate)" if unknown else ""
     if unknown and not total:
         return None, "unknown (no finished runs of these kernels yet)"
@@ -244,7 +262,10 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
             else:
                 jobs = opts.jobs or default_jobs(spec.target)
                 lex = LocalExecutor(jobs, timeout or None, opts.grace)
-                lex.run(dirs)
+                known = run_costs(plan, statuses(plan, runs_dir))
+                mean = [c for c in known.values() if c is not None]
+                fill = sum(mean) / len(mean) if mean else 1.0
+                lex.run(dirs, [known.get(d.name) or fill for d in dirs])
                 interrupted = lex.interrupted
         out.write(f"\nsweep {spec.name}: summary ({folder})\n")
         bad = summary_table(statuses(plan, runs_dir), out)

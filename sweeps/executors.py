@@ -46,12 +46,33 @@ def fmt_s(s: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, jobs: int, out: TextIO = sys.stderr) -> None:
+    """Progress line. With `costs` (expected seconds per run, in start order) the ETA scales
+    the expected cost of what is left by how the finished runs compared with theirs, so a
+    sweep that starts with its slowest runs does not promise hours too many."""
+
+    def __init__(self, total: int, jobs: int, out: TextIO = sys.stderr,
+                 costs: list[float] | None = None) -> None:
         self.total, self.jobs, self.out = total, jobs, out
         self.done = self.failed = 0
         self.t0 = time.monotonic()
         self.last = 0.0
         self.tty = out.isatty()
+        self.costs = costs if costs and len(costs) == total else None
+        self.done_cost = 0.0
+
+    def finished(self, index: int, ok: bool) -> None:
+        self.done += 1
+        self.failed += not ok
+        if self.costs:
+            self.done_cost += self.costs[index]
+
+    def eta(self, elapsed: float) -> str:
+        if not self.done:
+            return "?"
+        if self.costs and self.done_cost > 0:
+            left = sum(self.costs) - self.done_cost
+            return fmt_s(elapsed * left / self.done_cost)
+        return fmt_s(elapsed / self.done * (self.total - self.done))
 
     def update(self, running: int, force: bool = False) -> None:
         t = time.monotonic()
@@ -59,9 +80,8 @@ class Progress:
             return
         self.last = t
         el = t - self.t0
-        eta = "?" if not self.done else fmt_s(el / self.done * (self.total - self.done))
         line = (f"[{self.done}/{self.total}] failed {self.failed}, running {running}, "
-                f"elapsed {fmt_s(el)}, ETA {eta}")
+                f"elapsed {fmt_s(el)}, ETA {self.eta(el)}")
         self.out.write(("\r" + line + "\033[K") if self.tty else line + "\n")
         self.out.flush()
 
@@ -90,11 +110,13 @@ class LocalExecutor:
         self.progress_out = progress
         self.interrupted = False
 
-    def run(self, rundirs: list[Path]) -> None:
+    def run(self, rundirs: list[Path], costs: list[float] | None = None) -> None:
+        """Run every folder's cmd.sh; `costs` (expected seconds, same order) refine the ETA."""
         pending = list(reversed(rundirs))
+        order = {d: i for i, d in enumerate(rundirs)}
         running: dict[subprocess.Popen[bytes], tuple[Path, float]] = {}
-        prog = Progress(len(rundirs), self.jobs, self.progress_out) if self.progress_out \
-            else None
+        prog = Progress(len(rundirs), self.jobs, self.progress_out, costs) \
+            if self.progress_out else None
         # the runner enforces the timeout; this is the backstop if the runner hangs
         backstop = (self.timeout + self.grace + 60) if self.timeout else None
         try:
@@ -120,9 +142,8 @@ class LocalExecutor:
                     if read_status(d) is None:
                         mark(d, "crashed", f"runner exited {p.returncode} without a status")
                     if prog:
-                        prog.done += 1
                         st = read_status(d) or {}
-                        prog.failed += st.get("status") != "ok"
+                        prog.finished(order[d], st.get("status") == "ok")
                 if prog and prog.done < prog.total:
                     prog.update(len(running))
         except KeyboardInterrupt:

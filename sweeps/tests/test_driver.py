@@ -281,3 +281,20 @@ def test_gem5_sweep_precomputes_references_on_qemu(fakes: Fakes) -> None:
         assert res.returncode == 0 and '"pass": true' in res.stdout, res.stderr
     again = fakes.cli("run", str(spec), "--results", str(fakes.results), "--force")
     assert again.returncode == 0 and "references:" not in again.stdout
+
+
+def test_progress_eta_weights_runs_by_expected_cost() -> None:
+    """Finished expensive runs do not make the cheap rest look expensive (and vice versa)."""
+    import io
+
+    from sweeps.executors import Progress
+
+    p = Progress(4, 2, io.StringIO(), costs=[100.0, 100.0, 10.0, 10.0])
+    p.finished(0, True)
+    p.finished(1, True)
+    # 200 expected seconds took 100 s: the 20 left take about 10 s (the plain count says 100)
+    assert p.eta(100.0) == "10s"
+    plain = Progress(4, 2, io.StringIO())
+    plain.finished(0, True)
+    plain.finished(1, False)
+    assert plain.eta(100.0) == "1m40s" and plain.failed == 1
