@@ -187,24 +187,41 @@ def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     cats = ["packing", "reduction", "mac", "other"]
     combos = [(tmod, k) for tmod in _timing_models(t) for k in pd.unique(t["kernel"])
               if not _sel(t, "timing_model", tmod).query("kernel == @k").empty]
+    n_bars = max(len(_sel(t, "timing_model", tmod).query("kernel == @k")
+                     .groupby(["vlen", "lanes"])) for tmod, k in combos)
+    width = max(2.8, 0.22 * n_bars + 0.8)
     with plt.rc_context({**STYLE, "axes.grid": False}):
-        fig, axs = plt.subplots(1, len(combos), figsize=(2.8 * len(combos) + 1.2, 3.2),
+        fig, axs = plt.subplots(1, len(combos), figsize=(width * len(combos) + 1.2, 3.4),
                                 squeeze=False, sharey=True)
         for ax, (tmod, k) in zip(axs[0], combos, strict=True):
             sel = _sel(t, "timing_model", tmod)
             g = sel[sel["kernel"] == k].groupby(["vlen", "lanes"])[cats].mean().sort_index()
             multi_lanes = g.index.get_level_values("lanes").nunique() > 1
-            x = np.arange(len(g.index))
+            # bars grouped by VLEN with a gap between groups; lanes under each bar
+            vlens = list(dict.fromkeys(g.index.get_level_values("vlen")))
+            x, pos = [], 0.0
+            for i, (v, _la) in enumerate(g.index):
+                if i and v != g.index[i - 1][0]:
+                    pos += 0.8
+                x.append(pos)
+                pos += 1.0
+            x = np.array(x)
             bottom = np.zeros(len(g.index))
             for cat in cats:
                 vals = g[cat].to_numpy(dtype=float) * 100
                 ax.bar(x, vals, bottom=bottom, color=CATEGORY_COLOURS[cat],
                        edgecolor="white", linewidth=0.5)
                 bottom += vals
-            labels = [f"{int(v)}\n{int(la)}L" if multi_lanes and la > 0 else str(int(v))
-                      for v, la in g.index]
-            ax.set_xticks(x, labels)
-            ax.set_xlabel("VLEN (bits)")
+            if multi_lanes:
+                ax.set_xticks(x, [str(int(la)) for _v, la in g.index], fontsize=6)
+                for v in vlens:
+                    xs = x[np.array([vv == v for vv, _ in g.index])]
+                    ax.text(xs.mean(), -0.1, str(int(v)), transform=ax.get_xaxis_transform(),
+                            ha="center", va="top", fontsize=8)
+                ax.set_xlabel("lanes, grouped by VLEN (bits)", labelpad=18)
+            else:
+                ax.set_xticks(x, [str(int(v)) for v, _la in g.index])
+                ax.set_xlabel("VLEN (bits)")
             ax.set_title(f"{k}" + (f" ({tmod})" if tmod is not None else ""))
         axs[0][0].set_ylabel("share of ROI cycles (%)")
         handles = [Patch(color=CATEGORY_COLOURS[c], label=c) for c in reversed(cats)]
@@ -266,7 +283,7 @@ def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                             color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
                 if not tm.empty:
                     _log2_x(ax, sorted(pd.unique(tm["vlen"])))
-                    ax.legend(fontsize=7)
+                    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
                 ax.set_ylabel("% of lane peak FLOP/cycle")
                 ax.set_title(f"{model}, {phase}")
         paths += _save(fig, out_dir, "peak_share")
