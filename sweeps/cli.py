@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -24,10 +25,18 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
                        help="results root (default: results/ in the repo)")
 
-    common(sub.add_parser("plan", help="expand a spec and print what would run"))
+    def only(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2",
+                       help="run (or plan) only the slice of the sweep whose points have "
+                            "these axis values; repeatable; same run ids and folder")
+
+    pl = sub.add_parser("plan", help="expand a spec and print what would run")
+    common(pl)
+    only(pl)
     common(sub.add_parser("status", help="counts per status of a sweep's runs"))
     r = sub.add_parser("run", help="run what is missing")
     common(r)
+    only(r)
     r.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel runs (local; default: cores, ~1 GiB per gem5 run)")
     r.add_argument("--executor", choices=("local", "slurm"), default="local")
@@ -50,8 +59,22 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_signals() -> None:
+    """SIGTERM (kill, Slurm, systemd) stops a sweep like Ctrl-C: running runs are stopped and
+    marked `killed`. SIGINT too, even when the shell started the driver with it ignored
+    (`cmd &` in a script, nohup)."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
+    if a.verb == "run":
+        stop_on_signals()
     try:
         if a.verb == "schema":
             from sweeps.spec import write_schema
@@ -62,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if a.verb == "plan":
             spec, _p, _t, plan = driver.load_and_plan(a.spec, a.results)
+            plan = driver.restrict(plan, driver.parse_only(a.only))
             driver.print_plan(spec, plan, a.results)
             return 0
         if a.verb == "status":
@@ -72,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                               timeout=a.timeout, grace=a.grace, retry_failed=a.retry_failed,
                               force=a.force, templates=a.templates,
                               max_parallel=a.max_parallel, sbatch_args=tuple(a.sbatch_arg),
-                              resubmit=a.resubmit, poll_s=a.poll)
+                              resubmit=a.resubmit, poll_s=a.poll, only=tuple(a.only))
         return driver.run_sweep(a.spec, opts)
     except (SpecError, LockHeld, ValueError, RuntimeError) as e:
         print(f"vecscale: {e}", file=sys.stderr)

@@ -44,6 +44,7 @@ class Options:
     sbatch_args: tuple[str, ...] = ()
     resubmit: int = 1
     poll_s: float = 5.0
+    only: tuple[str, ...] = ()
 
 
 def git_rev() -> str | None:
@@ -83,6 +84,43 @@ def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
     plan = build_plan(spec, _shown(path), HashCache(results / ".sha256-cache.json"), require_inputs,
                       fallback)
     return spec, path, text, plan
+
+
+def parse_only(items: tuple[str, ...] | list[str]) -> dict[str, set[str]]:
+    """`--only AXIS=V1,V2` arguments -> {axis: {values}}; an axis given twice narrows to
+    the values both allow."""
+    from sweeps.spec import AXIS_NAMES
+
+    out: dict[str, set[str]] = {}
+    for item in items:
+        axis, sep, vals = item.partition("=")
+        axis = axis.strip()
+        values = {v.strip() for v in vals.split(",") if v.strip()}
+        if not sep or not values:
+            raise SpecError(f"--only {item}: expected AXIS=VALUE[,VALUE...]")
+        if axis not in AXIS_NAMES:
+            raise SpecError(f"--only {item}: unknown axis {axis!r} "
+                            f"(expected one of: {', '.join(AXIS_NAMES)})")
+        out[axis] = out[axis] & values if axis in out else values
+    return out
+
+
+def restrict(plan: Plan, only: dict[str, set[str]]) -> Plan:
+    """The slice of a plan whose points match every `only` axis: same run ids and folder, so
+    a later full run of the sweep finds these runs done. A run is kept when any point it
+    answers matches (the scalar run shared by every VLEN stays in a `--only vlen=` slice)."""
+    if not only:
+        return plan
+    for axis, values in only.items():
+        seen = {str(p.get(axis)) for p, _ in plan.points}
+        if not values & seen:
+            raise SpecError(f"--only {axis}={','.join(sorted(values))}: no point of sweep "
+                            f"{plan.spec.name} has it (values: {', '.join(sorted(seen))})")
+    points = [(p, rid) for p, rid in plan.points
+              if all(str(p.get(a)) in v for a, v in only.items())]
+    keep = {rid for _, rid in points}
+    return Plan(spec=plan.spec, runs={k: r for k, r in plan.runs.items() if k in keep},
+                points=points, warnings=plan.warnings)
 
 
 def statuses(plan: Plan, runs_dir: Path) -> dict[str, dict[str, Any] | None]:
@@ -214,7 +252,8 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
 def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     """Run what is missing; returns the exit status (0 all ok, 1 failures, 130 interrupted)."""
     opts.results = opts.results.resolve()  # cmd.sh runs from the repo root
-    spec, path, text, plan = load_and_plan(spec_arg, opts.results, require_inputs=True)
+    spec, path, text, full = load_and_plan(spec_arg, opts.results, require_inputs=True)
+    plan = restrict(full, parse_only(opts.only))
     if spec.target == "gem5" and not gem5_config().is_file():
         raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
     if spec.target == "qemu" and not shutil.which(os.environ.get("QEMU") or "qemu-riscv64"):
@@ -226,7 +265,7 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
         invocation = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       "argv": sys.argv[1:], "executor": opts.executor,
                       "host": os.uname().nodename, "slurm_jobs": []}
-        _sweep_files(spec, text, plan, folder, opts, invocation)
+        _sweep_files(spec, text, full, folder, opts, invocation)
         todo = _select(plan, runs_dir, opts)
         out.write(f"sweep {spec.name}: {len(plan.points)} points, {len(plan.runs)} runs, "
                   f"{len(plan.runs) - len(todo)} already done, {len(todo)} to run\n")

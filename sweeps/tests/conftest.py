@@ -107,10 +107,10 @@ class Fakes:
         return subprocess.run([sys.executable, "-m", "sweeps", *args], cwd=ROOT, env=self.env,
                               capture_output=True, text=True, timeout=timeout, **kw)
 
-    def popen(self, *args: str) -> subprocess.Popen:
+    def popen(self, *args: str, **kw: Any) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "sweeps", *args], cwd=ROOT,
                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, **kw)
 
     def calls(self) -> list[str]:
         return self.counter.read_text().splitlines() if self.counter.exists() else []

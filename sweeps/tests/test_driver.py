@@ -298,3 +298,41 @@ def test_progress_eta_weights_runs_by_expected_cost() -> None:
     plain.finished(0, True)
     plain.finished(1, False)
     assert plain.eta(100.0) == "1m40s" and plain.failed == 1
+
+
+def test_only_runs_a_slice_then_the_rest(fakes: Fakes) -> None:
+    spec = fakes.spec("slice", axes=attn(seed=[1, 2, 3, 4]))
+    r = fakes.cli("plan", str(spec), "--results", str(fakes.results), "--only", "seed=2,3")
+    assert r.returncode == 0 and "-> 2 runs" in r.stdout, r.stdout + r.stderr
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--only", "seed=2,3",
+                  "--only", "seed=3,4")  # repeated axis: values both allow
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [s for s, _ in by_seed(fakes.statuses("slice"))] == [3]
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results))
+    assert r.returncode == 0 and "1 already done, 3 to run" in r.stdout, r.stdout
+    assert sorted(int(c.split("--seed ")[1].split()[0]) for c in fakes.calls()) == [1, 2, 3, 4]
+    for bad, msg in [("sed=1", "unknown axis 'sed'"), ("seed", "expected AXIS=VALUE"),
+                     ("seed=9", "no point of sweep slice has it")]:
+        r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--only", bad)
+        assert r.returncode == 2 and msg in r.stderr and len(r.stderr.splitlines()) == 1, \
+            r.stderr
+
+
+def test_sigterm_stops_like_ctrl_c_even_with_sigint_ignored(fakes: Fakes) -> None:
+    fakes.env["FAKE_SLEEP"] = "0.3"
+    spec = fakes.spec("term", axes=attn(seed=[1, 14]))
+    # what `cmd &` in a non-interactive shell does: SIGINT ignored in the child
+    p = fakes.popen("run", str(spec), "--results", str(fakes.results), "-j", "2",
+                    "--grace", "1", preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                     signal.SIG_IGN))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (
+            (fakes.results / "term" / "runs").exists()
+            and sum(1 for c in fakes.calls() if "--seed 14 " in c)
+            and len(list((fakes.results / "term" / "runs").glob("*/status.json"))) >= 1):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    got = by_seed(fakes.statuses("term"))
+    assert got == {(1, False): "ok", (14, False): "killed"}
