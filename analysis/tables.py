@@ -263,6 +263,40 @@ def host_cost_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["kernel", "phase", "size"]).reset_index(drop=True)
 
 
+def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Where a run's cycles go, from the committed instruction mix and the patch's stats:
+    scalar micro-ops, vector micro-ops and vsetvl (SimdConfig) per run, the core's IPC,
+    the share of cycles some vector unit was busy (busyCycles summed over units, so it can
+    exceed 1 when units overlap) and the cycles micro-ops waited for a busy unit. A kernel
+    whose scalar ops grow relative to its vector ops will not gain from longer vectors."""
+    u = runs_once(usable(df))
+    need = {"cycles", "ops", "vec_uops_total"}
+    if u.empty or not need <= set(u.columns) or "workload" not in u.columns:
+        return pd.DataFrame()
+    u = u[u["workload"].isin(["attention", "q8"])]
+    if u.empty:
+        return pd.DataFrame()
+    axes = [a for a in axis_columns(df) if a in u.columns and u[a].notna().any()
+            and u[a].astype(str).nunique() > 1]
+    t = u[axes].copy()
+    cfg = u.get("vec_uops_SimdConfig", pd.Series(0.0, index=u.index)).fillna(0.0)
+    cyc = u["cycles"].astype(float)
+    t["cycles"] = cyc
+    t["ipc"] = u["ops"] / cyc
+    t["scalar_ops"] = u["ops"] - u["vec_uops_total"]
+    t["vector_uops"] = u["vec_uops_total"] - cfg
+    t["vsetvl"] = cfg
+    t["scalar_per_vector"] = t["scalar_ops"] / t["vector_uops"].where(t["vector_uops"] > 0)
+    busy = u.get("vec_busy_total", pd.Series(math.nan, index=u.index))
+    has = u.get("has_vec_timing", pd.Series(False, index=u.index)).fillna(False).astype(bool)
+    t["vec_busy_share"] = (busy / cyc).where(has)
+    t["vec_wait_cycles"] = u.get("vec_wait_total", pd.Series(math.nan, index=u.index)
+                                 ).where(has)
+    t["lane_util"] = u.get("lane_util", pd.Series(math.nan, index=u.index)).where(has)
+    keys = [a for a in LEAD_AXES if a in t.columns]
+    return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
 def status_table(df: pd.DataFrame) -> pd.DataFrame:
     df = runs_once(df)
     if df.empty:
@@ -365,6 +399,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "vl_scaling": vl_scaling_table(df),
         "q8_breakdown": q8_breakdown_table(df),
         "paper_comparison": paper_comparison(df),
+        "cycle_accounting": cycle_accounting_table(df),
         "host_cost": host_cost_table(df),
         "validation": validation_table(df),
     }

@@ -221,6 +221,16 @@ def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
         assert 0 < r["lane_util"] <= 1
     else:
         assert r["vec_uops_total"] == 0
+    from analysis.tables import cycle_accounting_table
+
+    acc = cycle_accounting_table(collect(tmp_path).df).iloc[0]
+    assert acc["scalar_ops"] + acc["vector_uops"] + acc["vsetvl"] == r["ops"]
+    assert acc["ipc"] == pytest.approx(r["ops"] / r["cycles"])
+    if kernel == "ggml-scalar":
+        assert acc["vector_uops"] == 0 and acc["scalar_ops"] == r["ops"]
+    else:
+        assert acc["vector_uops"] > 0 and acc["vsetvl"] > 0
+        assert acc["vec_busy_share"] == pytest.approx(r["vec_busy_total"] / r["cycles"])
 
 
 def test_scalar_run_shared_by_two_uarchs_is_every_uarchs_baseline(tmp_path: Path) -> None:
