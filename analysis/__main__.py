@@ -1,5 +1,6 @@
 """python -m analysis collect|tables|plots|report RESULTS_DIR
-python -m analysis compact RESULTS_DIR DEST_DIR"""
+python -m analysis compact RESULTS_DIR DEST_DIR
+python -m analysis doc RESULTS_DIR [FILE] [--check]"""
 
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ from .stats import StatsError
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis",
                                  description="Analyse a results/<sweep> folder.")
-    ap.add_argument("command", choices=["collect", "tables", "plots", "report", "compact"])
+    ap.add_argument("command", choices=["collect", "tables", "plots", "report", "compact",
+                                                "doc"])
     ap.add_argument("results_dir", type=Path)
-    ap.add_argument("dest", type=Path, nargs="?", help="compact: the folder to write")
+    ap.add_argument("dest", type=Path, nargs="?",
+                    help="compact: the folder to write; doc: the Markdown file "
+                         "(default RESULTS_DIR/README.md)")
+    ap.add_argument("--check", action="store_true",
+                    help="doc: only check that the generated tables are current (exit 1 if not)")
     ap.add_argument("--no-cache", action="store_true", help="re-parse every run")
     args = ap.parse_args(argv)
     root: Path = args.results_dir
@@ -32,6 +38,15 @@ def main(argv: list[str] | None = None) -> int:
             for p in problems:
                 print(f"warning: {p}", file=sys.stderr)
             print(f"compacted {n} runs into {args.dest} ({size / 1e6:.2f} MB)")
+            return 0
+        if args.command == "doc":
+            from .doc import refresh_file
+
+            doc, current = refresh_file(root, args.dest, check=args.check)
+            if args.check:
+                print(f"{doc}: tables {'current' if current else 'out of date'}")
+                return 0 if current else 1
+            print(f"{doc}: tables {'already current' if current else 'rewritten'}")
             return 0
         if args.command == "report":
             from .report import make_report
@@ -59,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             for n in notes:
                 print(f"note: figure skipped: {n}")
             print(f"wrote {sum(len(v) for v in made.values())} files under {root / 'figures'}")
-    except (CollectError, StatsError, OSError) as exc:
+    except (CollectError, StatsError, OSError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2

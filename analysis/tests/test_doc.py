@@ -1,0 +1,69 @@
+"""Tables inside Markdown documents are regenerated from results and checked for staleness."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.doc import DocError, refresh_file
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "results" / "reference"
+
+DOC = """# notes
+
+Speedups at 1024 bits:
+
+<!-- table:speedup vlen=1024 kernel=fa-v cols=id,lanes,speedup_vs_ggml-scalar -->
+stale text
+<!-- /table -->
+
+Prose after the block stays.
+"""
+
+
+def test_blocks_are_rewritten_and_checked(sweep: Path) -> None:
+    doc = sweep / "README.md"
+    doc.write_text(DOC)
+    assert refresh_file(sweep, check=True) == (doc, False)
+    assert doc.read_text() == DOC  # --check writes nothing
+    assert refresh_file(sweep) == (doc, False)
+    text = doc.read_text()
+    assert "stale text" not in text and text.endswith("Prose after the block stays.\n")
+    assert "| id | lanes | speedup_vs_ggml-scalar |" in text
+    assert "| fav-1024-16 | 16 | 40 |" in text  # the synthetic sweep's hand-made speedup
+    assert "fav-512" not in text  # filtered by vlen
+    assert refresh_file(sweep, check=True) == (doc, True)
+
+
+@pytest.mark.parametrize("block, msg", [
+    ("<!-- table:nosuch -->\n<!-- /table -->", "unknown table 'nosuch'"),
+    ("<!-- table:speedup colour=red -->\n<!-- /table -->", "has no column 'colour'"),
+    ("<!-- table:speedup vlen -->\n<!-- /table -->", "expected key=value"),
+    ("<!-- table:speedup cols=id,nope -->\n<!-- /table -->", "has no column 'nope'"),
+])
+def test_bad_blocks_are_one_line_errors(sweep: Path, block: str, msg: str) -> None:
+    (sweep / "README.md").write_text("# x\n\n" + block + "\n")
+    with pytest.raises(DocError, match=msg):
+        refresh_file(sweep)
+    r = subprocess.run([sys.executable, "-m", "analysis", "doc", str(sweep)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and msg in r.stderr and "README.md:3" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(not (REFERENCE / "README.md").is_file(), reason="no results/reference")
+def test_reference_results_document_is_current(tmp_path: Path) -> None:
+    """results/reference/README.md quotes the committed archive: its tables must be what
+    the archive gives today (run `python -m analysis doc results/reference` after a change)."""
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    for name in ("README.md", "runs.tar.gz", "provenance.json", "sweep.yaml"):
+        if (REFERENCE / name).exists():
+            shutil.copy(REFERENCE / name, ref / name)
+    doc, current = refresh_file(ref, check=True)
+    assert current, "results/reference/README.md tables are out of date"
