@@ -7,8 +7,10 @@ A block in a Markdown file
     <!-- /table -->
 
 is replaced by that table (a name from `tables.all_tables`), keeping the rows whose
-columns equal one of the listed values (`key=v1,v2`; numbers compare as numbers) and
-only the columns of `cols=` in that order. `python -m analysis doc RESULTS_DIR [FILE]`
+columns equal one of the listed values (`key=v1,v2`; numbers compare as numbers) or
+match a regular expression (`key~=REGEX`), and only the columns of `cols=` in that order;
+`pivot=ROW:COLUMN:VALUE` spreads VALUE over one column per distinct COLUMN value.
+Options are shell-quoted (`headline~="vs ggml-vec"`). `python -m analysis doc RESULTS_DIR [FILE]`
 rewrites the blocks (FILE defaults to RESULTS_DIR/README.md); `--check` only reports
 whether they are current, so a test can keep a document honest.
 """
@@ -16,6 +18,7 @@ whether they are current, so a test can keep a document honest.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -43,31 +46,61 @@ def _matches(col: pd.Series, values: list[str]) -> pd.Series:
 
 
 def render_block(spec: str, tabs: dict[str, pd.DataFrame], where: str) -> str:
-    name, *opts = spec.split()
+    try:
+        name, *opts = shlex.split(spec)
+    except ValueError as e:
+        raise DocError(f"{where}: {e}") from None
     if name not in tabs:
         raise DocError(f"{where}: unknown table {name!r} (expected one of: "
                        f"{', '.join(tabs)})")
     t = tabs[name]
     cols: list[str] | None = None
+    pivot: list[str] | None = None
     for opt in opts:
         key, sep, val = opt.partition("=")
-        if not sep or not val:
-            raise DocError(f"{where}: {opt!r}: expected key=value[,value...]")
-        values = val.split(",")
+        regex = key.endswith("~")
+        key = key.rstrip("~")
+        if not sep or not val or not key:
+            raise DocError(f"{where}: {opt!r}: expected key=value[,value...] or key~=regex")
         if key == "cols":
-            cols = values
+            cols = val.split(",")
+            continue
+        if key == "pivot":
+            pivot = val.split(":")
+            if len(pivot) != 3:
+                raise DocError(f"{where}: {opt!r}: expected pivot=ROW:COLUMN:VALUE")
             continue
         if t.empty:
             continue
-        if key not in t.columns:
-            raise DocError(f"{where}: table {name} has no column {key!r}")
-        t = t[_matches(t[key], values)]
+        _need(t, [key], name, where)
+        if regex:
+            try:
+                t = t[t[key].astype(str).str.contains(val, regex=True)]
+            except re.error as e:
+                raise DocError(f"{where}: {opt!r}: bad regular expression ({e})") from None
+        else:
+            t = t[_matches(t[key], val.split(","))]
+    if pivot is not None and not t.empty:
+        _need(t, pivot, name, where)
+        row, col, value = pivot
+        t = t.pivot_table(index=row, columns=col, values=value, aggfunc="first")
+        t.columns = [f"{col} {_label(c)}" for c in t.columns]
+        t = t.reset_index()
+        t[row] = t[row].map(_label)
     if cols is not None and not t.empty:
-        missing = [c for c in cols if c not in t.columns]
-        if missing:
-            raise DocError(f"{where}: table {name} has no column {missing[0]!r}")
+        _need(t, cols, name, where)
         t = t[cols]
     return tables.to_markdown(t.reset_index(drop=True))
+
+
+def _need(t: pd.DataFrame, cols: list[str], name: str, where: str) -> None:
+    missing = [c for c in cols if c not in t.columns]
+    if missing:
+        raise DocError(f"{where}: table {name} has no column {missing[0]!r}")
+
+
+def _label(v: object) -> object:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def refresh(text: str, tabs: dict[str, pd.DataFrame], path: str = "document") -> str:

@@ -40,11 +40,25 @@ def test_blocks_are_rewritten_and_checked(sweep: Path) -> None:
     assert refresh_file(sweep, check=True) == (doc, True)
 
 
+def test_regex_filter_and_pivot(sweep: Path) -> None:
+    doc = sweep / "README.md"
+    doc.write_text('<!-- table:speedup kernel~="^fa-" pivot=lanes:vlen:speedup_vs_ggml-scalar '
+                   '-->\n<!-- /table -->\n')
+    refresh_file(sweep)
+    lines = doc.read_text().splitlines()
+    assert lines[1].startswith("| lanes | vlen 512 | vlen 1024 |")
+    row16 = next(r for r in lines if r.startswith("| 16 |")).split("|")
+    assert row16[3].strip() == "40"  # fav-1024-16 under the vlen 1024 column
+
+
 @pytest.mark.parametrize("block, msg", [
     ("<!-- table:nosuch -->\n<!-- /table -->", "unknown table 'nosuch'"),
     ("<!-- table:speedup colour=red -->\n<!-- /table -->", "has no column 'colour'"),
     ("<!-- table:speedup vlen -->\n<!-- /table -->", "expected key=value"),
     ("<!-- table:speedup cols=id,nope -->\n<!-- /table -->", "has no column 'nope'"),
+    ("<!-- table:speedup pivot=a:b -->\n<!-- /table -->", "expected pivot=ROW:COLUMN:VALUE"),
+    ("<!-- table:speedup kernel~=( -->\n<!-- /table -->", "bad regular expression"),
+    ("<!-- table:speedup kernel~=\"x -->\n<!-- /table -->", "No closing quotation"),
 ])
 def test_bad_blocks_are_one_line_errors(sweep: Path, block: str, msg: str) -> None:
     (sweep / "README.md").write_text("# x\n\n" + block + "\n")
