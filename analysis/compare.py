@@ -112,6 +112,14 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
                             "~1.2x (TinyLlama, Llama), flat for others",
                             _ratio(_cycles(fixed, vlen=512), _cycles(fixed, vlen=4096)),
                             f"paper-fixed, L = {int(L)}"))
+            for tm, note, paper in (("vl-scaled", "paper's VL-scaled model",
+                                     "near-invariant under the lane model"),
+                                    ("lanes", "our lanes model", "-")):
+                m = dec[dec["timing_model"] == tm]
+                out.append(_row("decode: FA-V 512 -> 4096 bit, 64 lanes", model, paper,
+                                _ratio(_cycles(m, vlen=512, lanes=64),
+                                       _cycles(m, vlen=4096, lanes=64)),
+                                f"{note}, L = {int(L)}"))
     q8 = q8_breakdown_table(df)
     if not q8.empty:
         for kernel in ("q8-packed", "q8-split"):
