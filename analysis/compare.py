@@ -153,3 +153,34 @@ def _scalar_of(a: pd.DataFrame, uarch: str) -> pd.Series:
 
 
 __all__ = ["paper_comparison", "CATEGORIES"]
+
+
+#: the targets of the reproduction issue: (headline, point prefix, model or None = every
+#: model, comparison, threshold)
+TARGETS = (
+    ("prefill: FA-V vs ggml-vec", "paper-fixed, 512 bit", "tinyllama-1.1b", ">=", 5.0),
+    ("decode: FA-V vs ggml-vec", "paper-fixed, 512 bit", "tinyllama-1.1b", ">=", 4.5),
+    ("prefill: FA-V 512 -> 4096 bit, 64 lanes", "our lanes model", None, ">=", 2.5),
+    ("Q8_0 q8-split: packing + reduction of ROI cycles", "", None, "<=", 10.0),
+)
+
+
+def targets_table(pc: pd.DataFrame) -> pd.DataFrame:
+    """Each target beside what was measured (rows of `paper_comparison`) and whether it is
+    met; a target with no measurement yet is listed with `met` empty."""
+    out = []
+    for headline, where, model, op, thr in TARGETS:
+        rows = pc[(pc["headline"] == headline) & pc["point"].str.startswith(where)] \
+            if not pc.empty else pc
+        if model is not None and not rows.empty:
+            rows = rows[rows["model"] == model]
+        target = f"{headline} {op} {thr:g}" + (f" ({model})" if model else "")
+        if rows.empty:
+            out.append({"target": target, "model": model or "-", "measured": math.nan,
+                        "met": "", "point": "not measured yet"})
+        for rec in rows.to_dict("records"):
+            v = float(rec["ours"])
+            ok = v >= thr if op == ">=" else v <= thr
+            out.append({"target": target, "model": rec["model"], "measured": v,
+                        "met": "yes" if ok else "no", "point": rec["point"]})
+    return pd.DataFrame(out)

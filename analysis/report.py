@@ -133,6 +133,7 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
               "vl_scaling": f"VL scaling vs the {tables.REF_VLEN}-bit point",
               "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)",
               "paper_comparison": "The paper's headlines beside ours (closest point)",
+              "targets": "Reproduction targets: measured, met or not",
               "cycle_accounting": "Where the cycles go (instruction mix, vector unit "
                                   "busy share)",
               "host_cost": "Host cost per run (medians; to size sweeps)",

@@ -389,8 +389,9 @@ def write_table(t: pd.DataFrame, out_dir: Path, name: str) -> list[Path]:
 
 
 def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    from .compare import paper_comparison  # compare builds on this module
+    from .compare import paper_comparison, targets_table  # compare builds on this module
     sp = speedup_table(df)
+    pc = paper_comparison(df)
     return {
         "status": status_table(df),
         "failed": failed_runs(df),
@@ -398,7 +399,8 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "speedup": sp,
         "vl_scaling": vl_scaling_table(df),
         "q8_breakdown": q8_breakdown_table(df),
-        "paper_comparison": paper_comparison(df),
+        "paper_comparison": pc,
+        "targets": targets_table(pc),
         "cycle_accounting": cycle_accounting_table(df),
         "host_cost": host_cost_table(df),
         "validation": validation_table(df),

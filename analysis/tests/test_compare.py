@@ -8,7 +8,7 @@ import pytest
 
 from analysis import synth
 from analysis.collect import collect
-from analysis.compare import paper_comparison
+from analysis.compare import paper_comparison, targets_table
 from analysis.tests.synthetic_sweep import attn_axes, attn_result, write_run
 
 
@@ -37,3 +37,10 @@ def test_headlines_from_cycles(tmp_path: Path) -> None:
         pytest.approx(3.0)
     assert t["ours"].notna().all()  # rows without a measurement are left out
     assert set(t["paper"]) >= {"24x", "3x"}
+    tg = targets_table(t).set_index("target")
+    prefill = tg.loc["prefill: FA-V vs ggml-vec >= 5 (tinyllama-1.1b)"]
+    assert prefill["measured"] == pytest.approx(4.0) and prefill["met"] == "no"
+    lanes = tg.loc["prefill: FA-V 512 -> 4096 bit, 64 lanes >= 2.5"]
+    assert lanes["measured"] == pytest.approx(3.0) and lanes["met"] == "yes"
+    q8 = tg.loc["Q8_0 q8-split: packing + reduction of ROI cycles <= 10"]
+    assert q8["met"] == "" and q8["point"] == "not measured yet"
