@@ -88,6 +88,16 @@ def _sel(t: pd.DataFrame, col: str, val: object) -> pd.DataFrame:
     return t[t[col] == val]
 
 
+def _largest_size(tp: pd.DataFrame, phase: str) -> tuple[pd.DataFrame, str]:
+    """The rows of the largest problem of a phase (N for prefill, L for decode) and its
+    label: averaging speedups over sizes would hide which size a point is."""
+    col = "n" if phase == "prefill" else "l"
+    if col not in tp.columns or tp[col].isna().all():
+        return tp, ""
+    size = tp[col].max()
+    return tp[tp[col] == size], f" {col.upper()} = {int(size)}"
+
+
 def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Per model: FA-V speedup vs ggml-scalar against VLEN, prefill and decode, a line per
     lane count (and line style per timing model)."""
@@ -108,7 +118,7 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                       enumerate(x for x in all_lanes if x is None or x > 0)}
             colour[0] = "#000000"  # runs whose timing model ignores lanes
             for ax, phase in zip(axs[0], phases, strict=True):
-                tp = tm[tm["phase"] == phase]
+                tp, size = _largest_size(tm[tm["phase"] == phase], phase)
                 for si, tmod in enumerate(_timing_models(tp)):
                     tt = _sel(tp, "timing_model", tmod)
                     lane_vals = sorted(pd.unique(tt["lanes"])) if "lanes" in tt else [None]
@@ -124,7 +134,7 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                                 color=colour[lanes], label=label)
                 _log2_x(ax, sorted(pd.unique(tp["vlen"])))
                 ax.set_ylabel("speedup vs ggml-scalar")
-                ax.set_title(f"{model}, {phase}")
+                ax.set_title(f"{model}, {phase}{size}")
                 ax.legend(fontsize=7)
             paths += _save(fig, out_dir, f"speedup_vs_vlen_{model}")
     return paths
@@ -151,7 +161,8 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
             fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.4),
                                     squeeze=False)
             for ax, phase in zip(axs[0], phases, strict=True):
-                g = tm[tm["phase"] == phase].pivot_table(index="lanes", columns="vlen",
+                tp, size = _largest_size(tm[tm["phase"] == phase], phase)
+                g = tp.pivot_table(index="lanes", columns="vlen",
                                                          values=col, aggfunc="mean")
                 vals = g.to_numpy(dtype=float)
                 lo, hi = np.nanmin(vals), np.nanmax(vals)
@@ -168,7 +179,7 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                         dark = abs(norm(v) - 0.5) > 0.3  # white text on saturated cells
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                                 color="white" if dark else "black")
-                ax.set_title(f"{model}, {phase}" + (f" ({tmod})" if tmod else ""))
+                ax.set_title(f"{model}, {phase}{size}" + (f" ({tmod})" if tmod else ""))
                 fig.colorbar(im, ax=ax, label=f"speedup vs {tables.REF_VLEN}-bit")
             paths += _save(fig, out_dir, f"heatmap_vlen_lanes_{model}")
     if not paths:
