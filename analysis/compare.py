@@ -152,8 +152,6 @@ def _scalar_of(a: pd.DataFrame, uarch: str) -> pd.Series:
     return (a["uarch"] == uarch) | a["uarch"].isna()
 
 
-__all__ = ["paper_comparison", "CATEGORIES"]
-
 
 #: the targets of the reproduction issue: (headline, point prefix, model or None = every
 #: model, comparison, threshold)
@@ -184,3 +182,6 @@ def targets_table(pc: pd.DataFrame) -> pd.DataFrame:
             out.append({"target": target, "model": rec["model"], "measured": v,
                         "met": "yes" if ok else "no", "point": rec["point"]})
     return pd.DataFrame(out)
+
+
+__all__ = ["paper_comparison", "targets_table", "TARGETS", "CATEGORIES"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sweeps.executors import LocalExecutor, default_jobs, fmt_s
-from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config
+from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config, point_matches
 from sweeps.render import environment, render
 from sweeps.results import (
     FAILED,
@@ -86,38 +86,42 @@ def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
     return spec, path, text, plan
 
 
-def parse_only(items: tuple[str, ...] | list[str]) -> dict[str, set[str]]:
-    """`--only AXIS=V1,V2` arguments -> {axis: {values}}; an axis given twice narrows to
-    the values both allow."""
+def parse_only(items: tuple[str, ...] | list[str]) -> dict[str, list[Any]]:
+    """`--only AXIS=V1,V2` arguments -> a filter like the spec's `include_only` entries
+    ({axis: [values]}, values read as YAML scalars so `vlen=512` is the integer 512); an
+    axis given twice narrows to the values both allow."""
+    import yaml
+
     from sweeps.spec import AXIS_NAMES
 
-    out: dict[str, set[str]] = {}
+    out: dict[str, list[Any]] = {}
     for item in items:
         axis, sep, vals = item.partition("=")
         axis = axis.strip()
-        values = {v.strip() for v in vals.split(",") if v.strip()}
+        values = [yaml.safe_load(v) for v in vals.split(",") if v.strip()]
         if not sep or not values:
             raise SpecError(f"--only {item}: expected AXIS=VALUE[,VALUE...]")
         if axis not in AXIS_NAMES:
             raise SpecError(f"--only {item}: unknown axis {axis!r} "
                             f"(expected one of: {', '.join(AXIS_NAMES)})")
-        out[axis] = out[axis] & values if axis in out else values
+        out[axis] = [v for v in out[axis] if v in values] if axis in out else values
     return out
 
 
-def restrict(plan: Plan, only: dict[str, set[str]]) -> Plan:
-    """The slice of a plan whose points match every `only` axis: same run ids and folder, so
-    a later full run of the sweep finds these runs done. A run is kept when any point it
-    answers matches (the scalar run shared by every VLEN stays in a `--only vlen=` slice)."""
+def restrict(plan: Plan, only: dict[str, list[Any]]) -> Plan:
+    """The slice of a plan whose points match the `only` filter (as `include_only` does):
+    same run ids and folder, so a later full run of the sweep finds these runs done. A run
+    is kept when any point it answers matches (the scalar run shared by every VLEN stays
+    in a `--only vlen=` slice)."""
     if not only:
         return plan
     for axis, values in only.items():
-        seen = {str(p.get(axis)) for p, _ in plan.points}
-        if not values & seen:
-            raise SpecError(f"--only {axis}={','.join(sorted(values))}: no point of sweep "
-                            f"{plan.spec.name} has it (values: {', '.join(sorted(seen))})")
-    points = [(p, rid) for p, rid in plan.points
-              if all(str(p.get(a)) in v for a, v in only.items())]
+        seen = {p.get(axis) for p, _ in plan.points}
+        if not any(v in seen for v in values):
+            raise SpecError(f"--only {axis}={','.join(map(str, values))}: no point of sweep "
+                            f"{plan.spec.name} has it (values: "
+                            f"{', '.join(sorted(map(str, seen)))})")
+    points = [(p, rid) for p, rid in plan.points if point_matches(p, only)]
     keep = {rid for _, rid in points}
     return Plan(spec=plan.spec, runs={k: r for k, r in plan.runs.items() if k in keep},
                 points=points, warnings=plan.warnings)

@@ -130,7 +130,7 @@ class Plan:
         return len(self.points) - len(self.runs)
 
 
-def _matches(point: dict[str, Any], flt: dict[str, Any]) -> bool:
+def point_matches(point: dict[str, Any], flt: dict[str, Any]) -> bool:
     for k, want in flt.items():
         have = point.get(k)
         if isinstance(want, list):
@@ -254,9 +254,9 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
         if spec.target == "gem5":
             ua = uarchs[point["uarch"]]
             point["timing_model"] = ua.timing_model
-        if spec.exclude and any(_matches(point, f) for f in spec.exclude):
+        if spec.exclude and any(point_matches(point, f) for f in spec.exclude):
             continue
-        if spec.include_only and not any(_matches(point, f) for f in spec.include_only):
+        if spec.include_only and not any(point_matches(point, f) for f in spec.include_only):
             continue
         used = used_axes(kern, phase)
         system = None
