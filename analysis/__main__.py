@@ -34,10 +34,13 @@ def main(argv: list[str] | None = None) -> int:
                 print("error: compact needs a destination folder (e.g. results/reference)",
                       file=sys.stderr)
                 return 2
-            n, size, problems = compact(root, args.dest)
-            for p in problems:
+            done = compact(root, args.dest)
+            for p in done.problems:
                 print(f"warning: {p}", file=sys.stderr)
-            print(f"compacted {n} runs into {args.dest} ({size / 1e6:.2f} MB)")
+            print(f"compacted {done.runs} runs into {args.dest} ({done.size / 1e6:.2f} MB)")
+            if done.stale:
+                print(f"left out {done.stale} finished runs that the sweep's current plan "
+                      f"(points.json) does not name: older workload or gem5 binaries")
             return 0
         if args.command == "doc":
             from .doc import refresh_file

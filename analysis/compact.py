@@ -1,6 +1,8 @@
 """Compact a results folder for keeping in git: `python -m analysis compact SRC DST`.
 
-For every finished run of SRC (a folder with status.json) DST's `runs.tar.gz` gets
+For every finished run of SRC (a folder with status.json) that the sweep's current plan
+names (points.json; runs of older workload or gem5 binaries are left out) DST's
+`runs.tar.gz` gets
 run.json, status.json, result.json and `stats.roi.txt`: the ROI dump only, restricted to
 the stats the tables, plots and the report read (KEEP). A gem5 stats.txt of about 400 KiB
 becomes about 15 KiB of text, alike from run to run like the JSON files, so the one
@@ -22,6 +24,7 @@ import re
 import shutil
 import tarfile
 from pathlib import Path
+from typing import NamedTuple
 
 from .collect import ROI_ONLY_STATS, RUNS_ARCHIVE
 from .stats import BEGIN, END, StatsError, parse_text, read_text
@@ -63,11 +66,30 @@ def compact_stats(text: str, source: str, roi: int) -> str:
     return "\n".join([f"\n{BEGIN} ----------", *lines, "", f"{END}   ----------", ""])
 
 
-def compact(src: Path, dst: Path) -> tuple[int, int, list[str]]:
-    """Compact SRC into DST; returns (runs written, archive bytes, problems)."""
+class Compacted(NamedTuple):
+    runs: int  #: runs written
+    size: int  #: archive bytes
+    problems: list[str]  #: one line per run whose stats could not be kept
+    stale: int  #: finished runs left out: not in the sweep's current plan
+
+
+def planned_runs(src: Path) -> set[str] | None:
+    """Run ids of the sweep's current plan (points.json, rewritten by every `run`), or None
+    when the folder has no readable points.json."""
+    try:
+        return {str(p["run"]) for p in json.loads((src / "points.json").read_text())}
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def compact(src: Path, dst: Path) -> Compacted:
+    """Compact SRC into DST. Only runs of the sweep's current plan are kept: after a change
+    to a workload or to gem5 the runs of the old binaries stay in SRC/runs under their old
+    ids, and an archive mixing them with the new ones would give two results per point."""
     runs = src / "runs"
     if not runs.is_dir():
         raise StatsError(f"{src}: not a sweep results folder (no runs/)")
+    planned = planned_runs(src)
     dst.mkdir(parents=True, exist_ok=True)
     for name in SWEEP_FILES:
         if (src / name).is_file():
@@ -76,7 +98,8 @@ def compact(src: Path, dst: Path) -> tuple[int, int, list[str]]:
                                         for name in ARCHIVED_SWEEP_FILES
                                         if (src / name).is_file()]
     problems: list[str] = []
-    run_dirs = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
+    finished = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
+    run_dirs = [p for p in finished if planned is None or p.name in planned]
     for run_dir in run_dirs:
         base = f"runs/{run_dir.name}"
         for name in RUN_FILES:
@@ -102,4 +125,5 @@ def compact(src: Path, dst: Path) -> tuple[int, int, list[str]]:
     shutil.rmtree(dst / "runs", ignore_errors=True)  # stale unpacked copies
     for stale in ("collected.csv", *ARCHIVED_SWEEP_FILES):
         (dst / stale).unlink(missing_ok=True)
-    return len(run_dirs), (dst / RUNS_ARCHIVE).stat().st_size, problems
+    return Compacted(len(run_dirs), (dst / RUNS_ARCHIVE).stat().st_size, problems,
+                     len(finished) - len(run_dirs))

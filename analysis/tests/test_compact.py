@@ -14,8 +14,8 @@ from analysis.compact import compact
 
 def test_compacted_sweep_collects_to_the_same_table(sweep: Path, tmp_path: Path) -> None:
     dst = tmp_path / "reference"
-    n, size, problems = compact(sweep, dst)
-    assert n == 14 and size > 0
+    n, size, problems, stale = compact(sweep, dst)
+    assert n == 14 and size > 0 and stale == 0
     # the sweep's two broken stats files are reported, their runs kept (without stats)
     assert sorted(p.split(":")[0] for p in problems) == ["fav-2048-8", "fav-4096-16"]
     assert not (dst / "runs").exists() and (dst / RUNS_ARCHIVE).is_file()
@@ -60,3 +60,22 @@ def test_machine_paths_are_scrubbed() -> None:
     assert str(REPO) not in out and "/opt/x" not in out
     assert '"<repo>/workloads/build/attention"' in out
     assert '"<gem5>/build/RISCV/gem5.opt"' in out
+
+
+def test_only_the_current_plans_runs_are_kept(sweep: Path, tmp_path: Path) -> None:
+    """After a rebuilt workload the old binary's runs stay in runs/ under their old ids;
+    points.json (the current plan) decides which go into the archive."""
+    import json
+
+    runs = sorted(p.name for p in (sweep / "runs").iterdir() if (p / "status.json").is_file())
+    assert len(runs) == 14
+    current, old = runs[:9], runs[9:]
+    (sweep / "points.json").write_text(json.dumps(
+        [{"axes": {"vlen": 512}, "run": r} for r in current]
+        + [{"axes": {"vlen": 1024}, "run": "0123456789abcdef"}]))  # planned, not run yet
+    dst = tmp_path / "reference"
+    done = compact(sweep, dst)
+    assert (done.runs, done.stale) == (9, 5)
+    with tarfile.open(dst / RUNS_ARCHIVE) as tar:
+        kept = {m.name.split("/")[1] for m in tar.getmembers() if m.name.startswith("runs/")}
+    assert kept == set(current) and not kept & set(old)
