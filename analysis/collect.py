@@ -28,9 +28,13 @@ from .synth import OP_CLASSES
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 1
+SCHEMA = 2
 
 SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
+#: column prefix -> the cache's stat group, tried in order: the standard library's board
+#: (configs/run.py), then the classic se.py names
+CACHES = {"l1d": ("board.cache_hierarchy.l1dcaches", "system.cpu.dcache"),
+          "l2": ("board.cache_hierarchy.l2cache", "system.l2cache")}
 ELEM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
 ELEM_BITS = {k: 8 * v for k, v in ELEM_BYTES.items()}
 Q8_BLOCK = 32  # int8 values per block_q8_0
@@ -209,6 +213,12 @@ def _stats_metrics(text: str, source: str, roi: int, roi_only: bool = False) -> 
         m[f"vec_uops_{c}"] = v
         tot += v
     m["vec_uops_total"] = tot
+    for col, groups in CACHES.items():
+        for g in groups:
+            if d.has(f"{g}.demandAccesses::total"):
+                m[f"{col}_accesses"] = d.get(f"{g}.demandAccesses::total")
+                m[f"{col}_misses"] = d.get(f"{g}.demandMisses::total")  # nozero
+                break
     vt = f"{cpu}.vecTiming."
     has_vt = d.has_prefix(vt)
     m["has_vec_timing"] = has_vt

@@ -267,8 +267,10 @@ def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
     """Where a run's cycles go, from the committed instruction mix and the patch's stats:
     scalar micro-ops, vector micro-ops and vsetvl (SimdConfig) per run, the core's IPC,
     the share of cycles some vector unit was busy (busyCycles summed over units, so it can
-    exceed 1 when units overlap) and the cycles micro-ops waited for a busy unit. A kernel
-    whose scalar ops grow relative to its vector ops will not gain from longer vectors."""
+    exceed 1 when units overlap), the cycles micro-ops waited for a busy unit, and the L1D
+    miss rate and L2 misses (demand accesses as gem5 counts them; the L2's include the L1D
+    prefetcher's). A kernel whose scalar ops grow relative to its vector ops will not gain
+    from longer vectors; one with many L2 misses waits for memory whatever the VLEN."""
     u = runs_once(usable(df))
     need = {"cycles", "ops", "vec_uops_total"}
     if u.empty or not need <= set(u.columns) or "workload" not in u.columns:
@@ -293,6 +295,10 @@ def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
     t["vec_wait_cycles"] = u.get("vec_wait_total", pd.Series(math.nan, index=u.index)
                                  ).where(has)
     t["lane_util"] = u.get("lane_util", pd.Series(math.nan, index=u.index)).where(has)
+    nan = pd.Series(math.nan, index=u.index)
+    l1d = u.get("l1d_accesses", nan).astype(float)
+    t["l1d_miss_rate"] = u.get("l1d_misses", nan) / l1d.where(l1d > 0)
+    t["l2_misses"] = u.get("l2_misses", nan)
     keys = [a for a in LEAD_AXES if a in t.columns]
     return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 

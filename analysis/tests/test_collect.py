@@ -45,6 +45,8 @@ def test_one_row_per_run_with_axes_and_metrics(sweep: Path) -> None:
     assert r["vec_busy_SimdFloatMultAcc"] == 250_000 and r["vec_busy_SimdMisc"] == 0
     v = _row(df, "vec-512-8")
     assert not v["has_vec_timing"] and math.isnan(v["lane_util"])
+    # these stats have no cache groups: unknown, not zero misses
+    assert math.isnan(r["l1d_misses"]) and math.isnan(r["l2_misses"])
 
 
 def test_failed_qemu_and_corrupt_runs_are_kept_but_not_usable(sweep: Path) -> None:
@@ -216,6 +218,10 @@ def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
     assert r["usable"] and r["n_dumps"] == 2
     assert r["cycles"] == roi.get("board.processor.switch.core.numCycles") > 0
     assert r["insts"] == roi.get("board.processor.switch.core.commitStats0.numInsts") > 0
+    l1d = "board.cache_hierarchy.l1dcaches.demand"
+    assert r["l1d_accesses"] == roi.get(l1d + "Accesses::total") > 0
+    assert 0 < r["l1d_misses"] == roi.get(l1d + "Misses::total") < r["l1d_accesses"]
+    assert r["l2_misses"] == roi.get("board.cache_hierarchy.l2cache.demandMisses::total")
     if kernel != "ggml-scalar":
         assert r["has_vec_timing"] and r["vec_uops_total"] > 0 and r["vec_busy_total"] > 0
         assert 0 < r["lane_util"] <= 1
@@ -231,6 +237,8 @@ def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
     else:
         assert acc["vector_uops"] > 0 and acc["vsetvl"] > 0
         assert acc["vec_busy_share"] == pytest.approx(r["vec_busy_total"] / r["cycles"])
+    assert acc["l1d_miss_rate"] == pytest.approx(r["l1d_misses"] / r["l1d_accesses"])
+    assert acc["l2_misses"] == r["l2_misses"]
 
 
 def test_scalar_run_shared_by_two_uarchs_is_every_uarchs_baseline(tmp_path: Path) -> None:
