@@ -10,7 +10,8 @@ from pathlib import Path
 from sweeps.results import LockHeld
 from sweeps.spec import SpecError
 
-EPILOG = "SPEC is a name in sweeps/ (smoke, edge, paper, qemu-validate, qemu-ci) or a path."
+EPILOG = ("SPEC is a name in sweeps/ (smoke, edge, block-c, paper, qemu-validate, qemu-ci) "
+          "or a path.")
 
 
 def parser() -> argparse.ArgumentParser:

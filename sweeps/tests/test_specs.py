@@ -122,10 +122,16 @@ def test_bad_spec_cli_no_traceback(tmp_path: Path) -> None:
 
 def test_shipped_specs_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEM5", str(SCHEMA_FILE))
-    for name in ("smoke", "edge", "paper", "qemu-validate", "qemu-ci"):
+    names = sorted(f.stem for f in (ROOT / "sweeps").glob("*.yaml"))
+    assert {"smoke", "edge", "block-c", "paper", "qemu-validate", "qemu-ci"} <= set(names)
+    for name in names:
         spec, path, _ = load_spec(name)
         plan = build_plan(spec, str(path), HashCache(None))
         assert spec.name == name and plan.runs
+        if name == "block-c":  # the tunable reaches the workload's command line
+            args = [r.run_json["workload"]["args"] for r in plan.runs.values()]
+            blocks = {a[a.index("--block-c") + 1] for a in args}
+            assert blocks == {"16", "32", "64", "128"}
 
 
 def test_schema_up_to_date() -> None:
