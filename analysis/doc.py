@@ -9,7 +9,8 @@ A block in a Markdown file
 is replaced by that table (a name from `tables.all_tables`), keeping the rows whose
 columns equal one of the listed values (`key=v1,v2`; numbers compare as numbers) or
 match a regular expression (`key~=REGEX`), and only the columns of `cols=` in that order;
-`pivot=ROW:COLUMN:VALUE` spreads VALUE over one column per distinct COLUMN value.
+`pivot=ROW:COLUMN:VALUE` spreads VALUE over one column per distinct COLUMN value, one row
+per distinct ROW (several columns joined by `+`: `pivot=model+vlen:block_c:cycles`).
 Options are shell-quoted (`headline~="vs ggml-vec"`). `python -m analysis doc RESULTS_DIR [FILE]`
 rewrites the blocks (FILE defaults to RESULTS_DIR/README.md); `--check` only reports
 whether they are current, so a test can keep a document honest.
@@ -81,12 +82,13 @@ def render_block(spec: str, tabs: dict[str, pd.DataFrame], where: str) -> str:
         else:
             t = t[_matches(t[key], val.split(","))]
     if pivot is not None and not t.empty:
-        _need(t, pivot, name, where)
-        row, col, value = pivot
-        t = t.pivot_table(index=row, columns=col, values=value, aggfunc="first")
+        rows, (col, value) = pivot[0].split("+"), pivot[1:]
+        _need(t, [*rows, col, value], name, where)
+        t = t.pivot_table(index=rows, columns=col, values=value, aggfunc="first")
         t.columns = [f"{col} {_label(c)}" for c in t.columns]
         t = t.reset_index()
-        t[row] = t[row].map(_label)
+        for r in rows:
+            t[r] = t[r].map(_label)
     if cols is not None and not t.empty:
         _need(t, cols, name, where)
         t = t[cols]

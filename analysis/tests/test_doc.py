@@ -51,6 +51,17 @@ def test_regex_filter_and_pivot(sweep: Path) -> None:
     assert row16[3].strip() == "40"  # fav-1024-16 under the vlen 1024 column
 
 
+def test_pivot_with_two_row_columns(sweep: Path) -> None:
+    doc = sweep / "README.md"
+    doc.write_text('<!-- table:speedup kernel=fa-v pivot=kernel+lanes:vlen:cycles -->\n'
+                   '<!-- /table -->\n')
+    refresh_file(sweep)
+    lines = doc.read_text().splitlines()
+    assert lines[1].startswith("| kernel | lanes | vlen 512 | vlen 1024 |")
+    row16 = next(r for r in lines if r.startswith("| fa-v | 16 |")).split("|")
+    assert row16[4].strip() == "2500000"  # fav-1024-16's cycles under vlen 1024
+
+
 @pytest.mark.parametrize("block, msg", [
     ("<!-- table:nosuch -->\n<!-- /table -->", "unknown table 'nosuch'"),
     ("<!-- table:speedup colour=red -->\n<!-- /table -->", "has no column 'colour'"),
