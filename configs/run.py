@@ -40,6 +40,7 @@ from m5.objects import (
     MinorFUTiming,
 )
 from patch_params import PATCH_PARAMS
+from stack_layout import StackLayoutError, padded_env
 
 # Op classes handled by the patched vector timing (the FloatSimd FU's classes).
 FLOAT_SIMD_CLASSES = sorted(
@@ -183,7 +184,17 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
     if isinstance(ref, dict) and (path.parent / ref["file"]).is_file():
         # a precomputed reference (sweeps/refs.py): the check reads it instead of computing
         args += ["--ref", str((path.parent / ref["file"]).resolve())]
-    board.set_se_binary_workload(BinaryResource(local_path=str(binary)), arguments=args)
+    env = None
+    stack = run["workload"].get("stack")
+    if isinstance(stack, dict):
+        # the same initial stack pointer whatever the paths and arguments (stack_layout.py)
+        try:
+            env = padded_env([str(binary), *args], [], int(stack["area"]),
+                             int(stack.get("shift", 0)))
+        except (KeyError, TypeError, ValueError) as e:
+            fail(f"{path}: workload.stack: {e if isinstance(e, StackLayoutError) else e!r}")
+    board.set_se_binary_workload(BinaryResource(local_path=str(binary)), arguments=args,
+                                 env_list=env)
     return board
 
 

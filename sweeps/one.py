@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from sweeps.gem5check import Gem5Error, check
-from sweeps.plan import binary_for, workload_dir
+from sweeps.plan import STACK_AREA, binary_for, workload_dir
 from sweeps.runner import gem5_argv
 from sweeps.uarch import UarchError, load_uarch, resolve
 
@@ -37,6 +37,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("lanes", help="lane count, or 'none' for a uarch that ignores lanes")
     ap.add_argument("--results", type=Path, default=REPO / "results" / "one")
     ap.add_argument("--binary", help="workload binary (default: from --kernel; e.g. vbench)")
+    ap.add_argument("--stack-shift", type=int, default=0, metavar="BYTES",
+                    help="move the workload's initial stack down by BYTES (a multiple of 16; "
+                    "layout studies; default 0, the same layout as every sweep run)")
     ns = ap.parse_args(argv[:cut])
     ns.args = argv[cut + 1:]
     return ns
@@ -58,6 +61,10 @@ def simulate(gem5: str, rundir: Path, run: dict, quiet: bool = False) -> int | N
 
 def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
+    if ns.stack_shift < 0 or ns.stack_shift % 16:
+        print(f"error: --stack-shift: expected a multiple of 16 >= 0, got {ns.stack_shift}",
+              file=sys.stderr)
+        return 2
     try:
         ua = load_uarch(ns.uarch)
         lanes = None if ns.lanes == "none" else int(ns.lanes)
@@ -86,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--roi" in args[:-1]:
         del args[args.index("--roi"): args.index("--roi") + 2]
     args += ["--roi", "m5"]
-    key = hashlib.sha256(json.dumps([system, args]).encode()).hexdigest()[:10]
+    stack = {"area": STACK_AREA, "shift": ns.stack_shift}
+    key = hashlib.sha256(json.dumps([system, args, stack]).encode()).hexdigest()[:10]
     rundir = ns.results / f"{ns.uarch}-{ns.vlen}-{ns.lanes}-{key}"
     run = {"schema": 1, "target": "gem5", "system": system, "roi_dump": 1,
            "axes": {"uarch": ns.uarch, "vlen": ns.vlen, "lanes": lanes},
-           "workload": {"binary": binary, "path": str(path), "args": args}}
+           "workload": {"binary": binary, "path": str(path), "args": args, "stack": stack}}
     code = simulate(gem5["path"], rundir, run)
     if code is None:
         print(f"error: gem5 failed; see {rundir / 'simerr'}", file=sys.stderr)

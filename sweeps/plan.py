@@ -29,6 +29,9 @@ from sweeps.spec import (
 )
 
 SCHEMA = 1
+#: bytes the simulated process's argv and envp (strings and pointers) are padded to in gem5,
+#: so that its stack addresses do not depend on paths or arguments (configs/stack_layout.py)
+STACK_AREA = 4096
 ID_LEN = 16
 #: system keys that only matter to vector code (dropped from a scalar run's identity)
 VECTOR_SYSTEM_KEYS = ("uarch", "vlen", "lanes", "lane_bits", "timing_model", "lanes_model")
@@ -143,7 +146,7 @@ def point_matches(point: dict[str, Any], flt: dict[str, Any]) -> bool:
 
 def used_axes(kernel: str, phase: str | None) -> set[str]:
     """Axes whose value changes what the workload computes, for this kernel/phase."""
-    used = {"kernel", "model", "seed", "test_perturb"}
+    used = {"kernel", "model", "seed", "test_perturb", "stack_shift"}
     if kernel in ATTN_KERNELS:
         used |= {"phase", "precision", "n" if phase == "prefill" else "l"}
         if kernel in TUNABLE_KERNELS:
@@ -282,12 +285,16 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
                 ("uarch", "vlen", "lanes", "timing_model", *AXIS_NAMES)}
         args = workload_args(axes, roi)
         binary = binary_for(kern)
+        stack = None
+        if spec.target == "gem5":
+            stack = {"area": STACK_AREA, "shift": axes.get("stack_shift") or 0}
         identity = (
             f'{{"args":{canonical(args)},"binary":"{binary}","gem5":"{gem5_sha}",'
             f'"patches":"{patch_sha}",'
             f'"qemu_vlen":{json.dumps(None if scalar else qemu_vlen)},'
             f'"schema":{SCHEMA},"sha256":"{bin_sha[binary]}",'
-            f'"system":{sys_ident},"target":"{spec.target}"}}'
+            + (f'"stack":{canonical(stack)},' if stack else "")
+            + f'"system":{sys_ident},"target":"{spec.target}"}}'
         )
         rid = hashlib.sha256(identity.encode()).hexdigest()[:ID_LEN]
         plan.points.append((point, rid))
@@ -300,7 +307,8 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
             "axes": axes,
             "system": system,
             "workload": {"binary": binary, "path": str(wdir / binary),
-                         "sha256": bin_sha[binary], "args": args},
+                         "sha256": bin_sha[binary], "args": args,
+                         **({"stack": stack} if stack else {})},
             "roi_dump": 1,
             "gem5_sha256": gem5_sha,
             "patches_sha256": patch_sha,

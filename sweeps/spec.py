@@ -66,6 +66,9 @@ class Axes(BaseModel):
     lmul: _axis(StrictInt) | None = Field(None, description="1, 2 or 4 (default: auto)")
     regime: _axis(Regime) | None = Field(None, description="fa-v: auto (= blocked), blocked "
                                                           "or packed")
+    stack_shift: _axis(StrictInt) | None = Field(
+        None, description="gem5: bytes the workload's initial stack is moved down by, a "
+        "multiple of 16 (memory-layout sensitivity studies; default 0)")
     test_perturb: _axis(StrictBool) | None = Field(
         None, description="test only: the workload reports a wrong result on purpose")
 
@@ -184,6 +187,11 @@ def check_spec(spec: Spec, shown: str) -> None:
         for i, v in enumerate(getattr(ax, key) or ()):
             if v <= 0:
                 fail(f"axes.{key}.{i}", f"expected a positive integer (got {v})")
+    for i, v in enumerate(ax.stack_shift or ()):
+        if v < 0 or v % 16:
+            fail(f"axes.stack_shift.{i}", f"expected a multiple of 16 >= 0 (got {v})")
+    if ax.stack_shift is not None and spec.target != "gem5":
+        fail("axes.stack_shift", "only for target gem5 (QEMU's stack layout is its own)")
     for i, v in enumerate(ax.lmul or ()):
         if v not in (1, 2, 4):
             fail(f"axes.lmul.{i}", f"expected 1, 2 or 4 (got {v})")

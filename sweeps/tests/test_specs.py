@@ -57,6 +57,10 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ("unknown-model", with_(GOOD_Q, "axes.model", ["gpt-5"]), ["axes.model.0", "gpt-5",
                                                                "models.yaml"]),
     ("vlen-string", with_(GOOD_Q, "axes.vlen", ["512"]), ["axes.vlen.0", "integer"]),
+    ("stack-shift-qemu", with_(GOOD_Q, "axes.stack_shift", [0]),
+     ["axes.stack_shift", "only for target gem5"]),
+    ("stack-shift-unaligned", with_(GOOD_G, "axes.stack_shift", [0, 8]),
+     ["axes.stack_shift.1", "multiple of 16"]),
     ("vlen-not-list", with_(GOOD_Q, "axes.vlen", 512), ["axes.vlen", "list"]),
     ("lmul-3", with_(GOOD_Q, "axes.lmul", [1, 3]), ["axes.lmul.1", "1, 2 or 4"]),
     ("regime-unknown", with_(GOOD_Q, "axes.regime", ["tiled"]), ["axes.regime.0"]),
@@ -196,3 +200,22 @@ def test_plan_10k_runs_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     dt = time.perf_counter() - t0
     assert len(plan.runs) == 10080
     assert dt < 6, f"planning 10k runs took {dt:.2f} s (goal < 2 s on an idle host)"
+
+
+def test_gem5_runs_get_a_fixed_stack_layout(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """Every gem5 run carries the stack layout configs/run.py pads to; a shift is part of
+    the run's identity, and QEMU runs have none."""
+    from sweeps.plan import STACK_AREA
+
+    monkeypatch.setenv("GEM5", str(SCHEMA_FILE))
+    plain = plan_of(GOOD_G, tmp_path)
+    for r in plain.runs.values():
+        assert r.run_json["workload"]["stack"] == {"area": STACK_AREA, "shift": 0}
+    shifted = plan_of(with_(GOOD_G, "axes.stack_shift", [0, 32]), tmp_path)
+    assert len(shifted.runs) == 2 * len(plain.runs)
+    assert set(plain.runs) < set(shifted.runs)  # shift 0 is the default: the same runs
+    shifts = {r.run_json["workload"]["stack"]["shift"] for r in shifted.runs.values()}
+    assert shifts == {0, 32}
+    q = plan_of(GOOD_Q, tmp_path)
+    assert all("stack" not in r.run_json["workload"] for r in q.runs.values())
