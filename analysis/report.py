@@ -136,9 +136,13 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
               "targets": "Reproduction targets: measured, met or not",
               "cycle_accounting": "Where the cycles go (instruction mix, vector unit "
                                   "busy share)",
+              "layout_spread": "Memory-layout spread (the same runs under several stack "
+                               "positions)",
               "host_cost": "Host cost per run (medians; to size sweeps)",
               "validation": "Workload self-checks (pass, max errors)"}
     for key, title in titles.items():
+        if key == "layout_spread" and tabs[key].empty:
+            continue  # only layout studies have it
         parts += [f"<h2>{esc(title)}</h2>", _html_table(tabs[key])]
     parts.append("<h2>Provenance</h2><table>")
     parts += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in facts]

@@ -303,6 +303,31 @@ def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
+def layout_spread_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per point run under several stack positions (axis stack_shift, sweeps/layout.yaml):
+    the cycles at shift 0, the fewest and most, and spread = most / fewest - 1. What the
+    workload computes is the same at every shift, so the spread is what one memory layout
+    can add to or take from a result. Empty for sweeps without such runs."""
+    u = runs_once(usable(df))
+    if u.empty or "stack_shift" not in u.columns or u["stack_shift"].nunique() < 2:
+        return pd.DataFrame()
+    keys = [a for a in axis_columns(df) if a in u.columns and a != "stack_shift"
+            and u[a].notna().any() and u[a].astype(str).nunique() > 1]
+    rows = []
+    for key, g in u.groupby(keys, dropna=False, sort=False) if keys else [((), u)]:
+        cyc = g["cycles"].astype(float)
+        at0 = g.loc[g["stack_shift"].fillna(0) == 0, "cycles"]
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,),
+                                strict=True)),
+                     "shifts": int(g["stack_shift"].nunique()),
+                     "cycles_shift0": float(at0.iloc[0]) if len(at0) else math.nan,
+                     "cycles_min": cyc.min(), "cycles_max": cyc.max(),
+                     "spread": cyc.max() / cyc.min() - 1})
+    t = pd.DataFrame(rows)
+    lead = [a for a in LEAD_AXES if a in t.columns]
+    return t.sort_values(lead, kind="stable").reset_index(drop=True)
+
+
 def status_table(df: pd.DataFrame) -> pd.DataFrame:
     df = runs_once(df)
     if df.empty:
@@ -408,6 +433,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "paper_comparison": pc,
         "targets": targets_table(pc),
         "cycle_accounting": cycle_accounting_table(df),
+        "layout_spread": layout_spread_table(df),
         "host_cost": host_cost_table(df),
         "validation": validation_table(df),
     }

@@ -262,3 +262,29 @@ def test_scalar_run_shared_by_two_uarchs_is_every_uarchs_baseline(tmp_path: Path
     assert sp.loc["fav-paper-vl-scaled", "speedup_vs_ggml-scalar"] == pytest.approx(40.0)
     assert sp.loc["fav-vitruvius-plus", "speedup_vs_ggml-scalar"] == pytest.approx(20.0)
     assert tables.status_table(df)["runs"].sum() == 3  # still three runs
+
+
+def test_layout_spread_per_point(tmp_path: Path) -> None:
+    """Runs that differ only in stack_shift are one point: cycles at shift 0, min, max and
+    spread; a sweep without stack shifts has no such table."""
+    cycles = {("fa-v", 0): 1_000_000, ("fa-v", 16): 1_050_000, ("fa-v", 32): 990_000,
+              ("ggml-vec", 0): 4_000_000, ("ggml-vec", 16): 4_000_000}
+    for (kernel, shift), cyc in cycles.items():
+        write_run(tmp_path, f"{kernel}-{shift}",
+                  {**attn_axes(kernel, 512, 8), "stack_shift": shift},
+                  stats=synth.roi_stats_text(cyc, cyc // 2),
+                  result=attn_result(kernel, 512))
+    t = tables.layout_spread_table(collect(tmp_path, use_cache=False).df)
+    fav = t[t["kernel"] == "fa-v"].iloc[0]
+    assert fav["shifts"] == 3 and fav["cycles_shift0"] == 1_000_000
+    assert (fav["cycles_min"], fav["cycles_max"]) == (990_000, 1_050_000)
+    assert fav["spread"] == pytest.approx(1_050_000 / 990_000 - 1)
+    assert t[t["kernel"] == "ggml-vec"].iloc[0]["spread"] == 0
+    # the speedup pairs runs of the same shift
+    sp = tables.speedup_table(collect(tmp_path).df)
+    at16 = sp[(sp["kernel"] == "fa-v") & (sp["stack_shift"] == 16)].iloc[0]
+    assert at16["speedup_vs_ggml-vec"] == pytest.approx(4_000_000 / 1_050_000)
+
+
+def test_no_layout_spread_without_shifts(sweep: Path) -> None:
+    assert tables.layout_spread_table(collect(sweep).df).empty
