@@ -118,6 +118,27 @@ def test_fav_tunables(model: str, tun: list[str], vlen: int) -> None:
     assert rec["block_r"] == int(tun[1]) and rec["block_c"] == int(tun[3])
 
 
+@pytest.mark.parametrize("model, decode_bc, prefill_bc", [
+    ("tinyllama-1.1b", 64, 128),  # K^T per key: 4 kv heads x 64 x 4 B = 1 KiB
+    ("qwen2.5-3b", 64, 128),      # 2 x 128 x 4 B = 1 KiB
+    ("llama-3.2-1b", 32, 128),    # 2 KiB: 64 keys would be 128 KiB, twice the L1D
+    ("pythia-410m", 16, 64),      # 4 KiB: 16 keys is the floor; 128 keys = 512 KiB
+])
+def test_fav_block_c_auto(model: str, decode_bc: int, prefill_bc: int) -> None:
+    """--block-c auto (the default): the K^T block fits the 64 KiB L1D in decode, 128 keys
+    in prefill unless that block exceeds four L1Ds (results/reference-block-c)."""
+    base = ["--kernel", "fa-v", "--model", model]
+    assert check([*base, "--phase", "decode", "--l", "40"], 512)["block_c"] == decode_bc
+    assert check([*base, "--n", "20", "--block-c", "auto"], 512)["block_c"] == prefill_bc
+
+
+@pytest.mark.parametrize("bad", ["0", "x7", "65537", ""])
+def test_fav_block_c_rejects(bad: str) -> None:
+    r = qemu_run("attention", ["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "4",
+                               "--block-c", bad], vlen=512)
+    assert r.rc == 2 and "--block-c: expected auto or an integer" in r.stderr
+
+
 @pytest.mark.parametrize("lmul", (1, 2, 4))
 @pytest.mark.parametrize("vlen", (128, 1024))
 def test_ggml_vec_lmul(vlen: int, lmul: int) -> None:
