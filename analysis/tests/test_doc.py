@@ -40,26 +40,22 @@ def test_blocks_are_rewritten_and_checked(sweep: Path) -> None:
     assert refresh_file(sweep, check=True) == (doc, True)
 
 
-def test_regex_filter_and_pivot(sweep: Path) -> None:
+@pytest.mark.parametrize("block, header, row, cell, value", [
+    # regex filter, one row column: fav-1024-16's speedup under the vlen 1024 column
+    ('kernel~="^fa-" pivot=lanes:vlen:speedup_vs_ggml-scalar',
+     "| lanes | vlen 512 | vlen 1024 |", "| 16 |", 3, "40"),
+    # two row columns joined by '+': the same run's cycles
+    ("kernel=fa-v pivot=kernel+lanes:vlen:cycles",
+     "| kernel | lanes | vlen 512 | vlen 1024 |", "| fa-v | 16 |", 4, "2500000"),
+])
+def test_filters_and_pivot(sweep: Path, block: str, header: str, row: str, cell: int,
+                           value: str) -> None:
     doc = sweep / "README.md"
-    doc.write_text('<!-- table:speedup kernel~="^fa-" pivot=lanes:vlen:speedup_vs_ggml-scalar '
-                   '-->\n<!-- /table -->\n')
+    doc.write_text(f"<!-- table:speedup {block} -->\n<!-- /table -->\n")
     refresh_file(sweep)
     lines = doc.read_text().splitlines()
-    assert lines[1].startswith("| lanes | vlen 512 | vlen 1024 |")
-    row16 = next(r for r in lines if r.startswith("| 16 |")).split("|")
-    assert row16[3].strip() == "40"  # fav-1024-16 under the vlen 1024 column
-
-
-def test_pivot_with_two_row_columns(sweep: Path) -> None:
-    doc = sweep / "README.md"
-    doc.write_text('<!-- table:speedup kernel=fa-v pivot=kernel+lanes:vlen:cycles -->\n'
-                   '<!-- /table -->\n')
-    refresh_file(sweep)
-    lines = doc.read_text().splitlines()
-    assert lines[1].startswith("| kernel | lanes | vlen 512 | vlen 1024 |")
-    row16 = next(r for r in lines if r.startswith("| fa-v | 16 |")).split("|")
-    assert row16[4].strip() == "2500000"  # fav-1024-16's cycles under vlen 1024
+    assert lines[1].startswith(header)
+    assert next(r for r in lines if r.startswith(row)).split("|")[cell].strip() == value
 
 
 @pytest.mark.parametrize("block, msg", [
