@@ -40,7 +40,7 @@ from m5.objects import (
     MinorFUTiming,
 )
 from patch_params import PATCH_PARAMS
-from stack_layout import StackLayoutError, padded_env
+from stack_layout import padded_env
 
 # Op classes handled by the patched vector timing (the FloatSimd FU's classes).
 FLOAT_SIMD_CLASSES = sorted(
@@ -189,10 +189,12 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
     if isinstance(stack, dict):
         # the same initial stack pointer whatever the paths and arguments (stack_layout.py)
         try:
-            env = padded_env([str(binary), *args], [], int(stack["area"]),
-                             int(stack.get("shift", 0)))
-        except (KeyError, TypeError, ValueError) as e:
-            fail(f"{path}: workload.stack: {e if isinstance(e, StackLayoutError) else e!r}")
+            area, shift = int(stack["area"]), int(stack.get("shift", 0))
+            env = padded_env([str(binary), *args], [], area, shift)
+        except KeyError:
+            fail(f"{path}: workload.stack.area missing (bytes for argv and env)")
+        except (TypeError, ValueError) as e:  # StackLayoutError is a ValueError
+            fail(f"{path}: workload.stack: {e}")
     board.set_se_binary_workload(BinaryResource(local_path=str(binary)), arguments=args,
                                  env_list=env)
     return board

@@ -145,7 +145,8 @@ def point_matches(point: dict[str, Any], flt: dict[str, Any]) -> bool:
 
 
 def used_axes(kernel: str, phase: str | None) -> set[str]:
-    """Axes whose value changes what the workload computes, for this kernel/phase."""
+    """Axes whose value changes a run of this kernel/phase: what the workload computes, or
+    (stack_shift) where its stack lies."""
     used = {"kernel", "model", "seed", "test_perturb", "stack_shift"}
     if kernel in ATTN_KERNELS:
         used |= {"phase", "precision", "n" if phase == "prefill" else "l"}
