@@ -317,8 +317,7 @@ def layout_spread_table(df: pd.DataFrame) -> pd.DataFrame:
     for key, g in u.groupby(keys, dropna=False, sort=False) if keys else [((), u)]:
         cyc = g["cycles"].astype(float)
         at0 = g.loc[g["stack_shift"].fillna(0) == 0, "cycles"]
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,),
-                                strict=True)),
+        rows.append({**dict(zip(keys, key, strict=True)),
                      "shifts": int(g["stack_shift"].nunique()),
                      "cycles_shift0": float(at0.iloc[0]) if len(at0) else math.nan,
                      "cycles_min": cyc.min(), "cycles_max": cyc.max(),

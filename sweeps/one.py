@@ -22,6 +22,7 @@ from pathlib import Path
 from sweeps.gem5check import Gem5Error, check
 from sweeps.plan import STACK_AREA, binary_for, workload_dir
 from sweeps.runner import gem5_argv
+from sweeps.spec import stack_shift_problem
 from sweeps.uarch import UarchError, load_uarch, resolve
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,9 +62,8 @@ def simulate(gem5: str, rundir: Path, run: dict, quiet: bool = False) -> int | N
 
 def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
-    if ns.stack_shift < 0 or ns.stack_shift % 16:
-        print(f"error: --stack-shift: expected a multiple of 16 >= 0, got {ns.stack_shift}",
-              file=sys.stderr)
+    if problem := stack_shift_problem(ns.stack_shift):
+        print(f"error: --stack-shift: {problem}", file=sys.stderr)
         return 2
     try:
         ua = load_uarch(ns.uarch)

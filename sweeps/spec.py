@@ -98,6 +98,18 @@ class SpecError(ValueError):
     """A one-line problem with a sweep spec (file: key: message)."""
 
 
+#: the simulated stack keeps its 16-byte alignment (configs/stack_layout.py checks it again
+#: inside gem5, where this package cannot be imported)
+STACK_SHIFT_ALIGN = 16
+
+
+def stack_shift_problem(v: int) -> str | None:
+    """What is wrong with a stack shift in bytes, or None."""
+    if v < 0 or v % STACK_SHIFT_ALIGN:
+        return f"expected a multiple of {STACK_SHIFT_ALIGN} >= 0 (got {v})"
+    return None
+
+
 def _loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc if not str(p).startswith(("function-", "list[",
                                                                     "literal[")))
@@ -188,8 +200,8 @@ def check_spec(spec: Spec, shown: str) -> None:
             if v <= 0:
                 fail(f"axes.{key}.{i}", f"expected a positive integer (got {v})")
     for i, v in enumerate(ax.stack_shift or ()):
-        if v < 0 or v % 16:
-            fail(f"axes.stack_shift.{i}", f"expected a multiple of 16 >= 0 (got {v})")
+        if problem := stack_shift_problem(v):
+            fail(f"axes.stack_shift.{i}", problem)
     if ax.stack_shift is not None and spec.target != "gem5":
         fail("axes.stack_shift", "only for target gem5 (QEMU's stack layout is its own)")
     for i, v in enumerate(ax.lmul or ()):

@@ -16,6 +16,8 @@ CASES = [
     (["paper-vl-scaled", "16384", "8"], "vlen"),
     (["vitruvius-plus", "2048", "x"], "lanes"),
     (["vitruvius-plus", "2048", "16"], "GEM5"),
+    (["vitruvius-plus", "2048", "16", "--stack-shift", "8"], "--stack-shift: expected a "
+     "multiple of 16"),
 ]
 
 
