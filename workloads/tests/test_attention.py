@@ -80,7 +80,7 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("regime", ("blocked", "packed"))
+@pytest.mark.parametrize("regime", ("blocked", "packed", "rows"))
 @pytest.mark.parametrize("lmul", (1, 2, 4))
 @pytest.mark.parametrize("vlen", (512, 1024))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
@@ -94,7 +94,8 @@ def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int,
                   ["--phase", "decode", "--l", "37"]):
         rec = check(args + extra, vlen)
         packed = regime == "packed" and vlmax > head_dim and vlmax % head_dim == 0
-        assert rec["regime"] == ("packed" if packed else "blocked")
+        assert rec["regime"] == ("rows" if regime == "rows" else
+                                 "packed" if packed else "blocked")
         assert rec["pack"] == (vlmax // head_dim if packed else 1)
 
 
@@ -109,6 +110,8 @@ def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int,
         ["--block-r", "4", "--block-c", "6", "--unroll", "5", "--lmul", "2"],
         ["--block-r", "7", "--block-c", "9", "--r", "1", "--lmul", "4", "--regime", "packed"],
         ["--block-r", "7", "--block-c", "9", "--r", "2", "--lmul", "4", "--regime", "packed"],
+        ["--block-r", "64", "--block-c", "5", "--lmul", "1", "--regime", "rows"],
+        ["--block-r", "64", "--block-c", "33", "--lmul", "2", "--regime", "rows"],
     ],
     ids=lambda t: "_".join(x.lstrip("-") for x in t),
 )
@@ -150,9 +153,23 @@ def test_longer_sequences() -> None:
     """Several key blocks with the default 64x64 blocking, both regimes."""
     for extra, vlen in ((["--lmul", "1"], 512), (["--lmul", "4", "--regime", "packed"], 1024)):
         check(["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "150", *extra], vlen)
-    for regime in ("blocked", "packed"):
+    check(["--kernel", "fa-v", "--model", "llama-3.2-1b", "--n", "150", "--regime", "rows",
+           "--lmul", "4"], 1024)  # strips of 128 rows = 16 tokens, several key blocks
+    for regime in ("blocked", "packed", "rows"):
         check(["--kernel", "fa-v", "--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "700",
                "--lmul", "4", "--regime", regime], 1024)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("model", MODELS)
+def test_fav_rows_models(model: str, phase: str) -> None:
+    """Rows regime on every model at the longest QEMU vectors (VLMAX 128 at LMUL 4, what 4096
+    bit gives at LMUL 1): strips of query rows, several strips per kv head in prefill."""
+    rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
+                 "--lmul", "4", "--regime", "rows"], vlen=1024)
+    assert rec["regime"] == "rows" and rec["vlmax"] == 128 and rec["block_c"] == 32
+    m = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]
+    assert rec["heads_per_step"] == m["heads"] // m["kv_heads"]
 
 
 def test_seed_changes_inputs_not_correctness() -> None:

@@ -43,6 +43,11 @@ DUMP_CASES = [
               "--l", "45", "--lmul", "2", "--regime", "packed"], 1024),  # spanning kv heads
     ("fa-v", ["--heads", "12", "--kv-heads", "2", "--head-dim", "16", "--n", "8",
               "--lmul", "4", "--r", "2", "--regime", "packed"], 512),
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "40", "--lmul", "4", "--regime", "rows",
+              "--block-c", "7"], 1024),  # strips of 16 tokens x 8 heads, partial key blocks
+    ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "20", "--phase", "decode",
+              "--l", "45", "--lmul", "2", "--regime", "rows"], 512),  # D not a multiple of RD
+    ("fa-v", ["--model", "pythia-410m", "--n", "70", "--lmul", "1", "--regime", "rows"], 512),
 ]
 
 
@@ -91,6 +96,7 @@ def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int)
 @pytest.mark.parametrize("kernel,vlen,extra", [
     ("ggml-scalar", 256, []), ("ggml-vec", 256, []), ("fa-v", 256, []),
     ("fa-v", 1024, ["--lmul", "4", "--regime", "packed"]),
+    ("fa-v", 1024, ["--lmul", "4", "--regime", "rows"]),
 ])
 def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
     res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
@@ -187,7 +193,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
     # what runs inside the ROI: the entry points and the (noinline) fa-v block functions;
     # fav_prepare/fav_release run outside it
     kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar")
-               or f.startswith(("fav_blk_", "fav_pk_"))]
+               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_"))]
     assert "attn_fa_v" in kernels and "attn_ggml_vec" in kernels
     assert sum(f.startswith("fav_pk_") for f in kernels) == 9  # 3 LMUL x R in {1, 2, 4}
     assert sum(f.startswith("fav_blk_") for f in kernels) == 12  # 3 LMUL x U in {1, 2, 4, 8}
@@ -196,10 +202,16 @@ def test_kernels_avoid_gem5_trouble() -> None:
     # the one exception: fa-v's K^T copy (inlined into attn_fa_v, once per LMUL) writes key
     # rows into K^T columns with an e32 m8 strided store (no widening op runs at m8)
     kt_copy = re.compile(r"^vsse32\.v\b|^vsetvli\s+\w+, \w+, e32, m8, ta, ma$")
+    # and the rows regime's strip transposes: Q rows into Q^T columns (strided stores),
+    # O^T columns back into O rows (strided loads), outside its key loop
+    rows_in, rows_out = re.compile(r"^vsse32\.v\b"), re.compile(r"^vlse32\.v\b")
     for f in kernels:
         bad = [i for i in funcs[f] if bad_re.search(i)
-               and not (f == "attn_fa_v" and kt_copy.search(i))]
+               and not (f == "attn_fa_v" and kt_copy.search(i))
+               and not (f.startswith("fav_rows_in_") and rows_in.search(i))
+               and not (f.startswith("fav_rows_out_") and rows_out.search(i))]
         assert not bad, (f, bad[:5])
+    assert sum(f.startswith("fav_rows_blk_") for f in kernels) == 3  # one per LMUL
     assert sum(i.startswith("vsse32.v") for i in funcs["attn_fa_v"]) == 3  # one per LMUL
     fav = [i for f in kernels if f.startswith("fav_") for i in funcs[f]]
     for needed in ("vfredusum", "vslideup", "vslidedown", "vrgather", "vfmerge"):

@@ -13,14 +13,15 @@ typedef struct {
     float *o;
 } attn_problem;
 
-enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED };
+enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS };
 
 typedef struct {
     int block_r, block_c; /* fa-v sequence blocking: query tokens x keys */
+    int block_c_auto;     /* block_c was not given: each regime picks its own */
     int unroll;           /* fa-v blocked regime: heads per unrolled group */
     int r;                /* fa-v packed regime: registers of packed heads per iteration */
     int lmul;             /* 1, 2 or 4 (0 = auto): register grouping for ggml-vec and fa-v */
-    int regime;           /* fa-v: FAV_AUTO, FAV_BLOCKED or FAV_PACKED */
+    int regime;           /* fa-v: FAV_AUTO, FAV_BLOCKED, FAV_PACKED or FAV_ROWS */
 } attn_tunables;
 
 /* One past the last key that query token i may see. */
@@ -43,11 +44,14 @@ typedef struct {
     attn_tunables t;
     int vlmax;  /* elements of e32 at the chosen LMUL */
     int packed; /* 1: inter-head packing (VLMAX > D and D | VLMAX); 0: blocked */
+    int rows;   /* 1: vectors span query rows (fa_v_rows_impl.h) */
     int pack;   /* heads per register in the packed regime (1 when blocked) */
     float *m, *s;   /* running max / sum for one query block (replicated per element when
                        packed, one per head when blocked) */
     float *sc;      /* blocked regime: scores of one key block for an unrolled head group */
     float *kt;      /* blocked regime: the key block transposed, [kv head][D][block_c] */
+    float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][VLMAX] */
+    int *lim;       /* rows regime: one past the last key each row of the strip sees */
     int n_regs;     /* packed regime: registers needed for the heads of one token */
     int *seg;       /* packed: (kv head, number of query heads) per segment of a register */
     int *seg_start; /* packed: first segment of register r is seg_start[r] */

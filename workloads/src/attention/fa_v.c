@@ -36,6 +36,9 @@ static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
     }
 }
 
+/* Rows regime, --block-c auto: keys per block (probabilities kept in scratch). */
+#define ROWS_AUTO_BLOCK_C 32
+
 #define LMUL_IMPL "attention/fa_v_impl.h"
 #include "attention/each_lmul.h"
 #undef LMUL_IMPL
@@ -60,6 +63,20 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
      * VLEN (workloads/README.md); packing is used only when asked for and possible */
     c->packed = t->regime == FAV_PACKED && c->vlmax > D && c->vlmax % D == 0;
     c->pack = c->packed ? c->vlmax / D : 1;
+    c->rows = t->regime == FAV_ROWS;
+    if (c->rows) {
+        /* Key block: its probabilities (block_c x VLMAX fp32) are read once per RD
+         * dimensions of O^T, so they should stay in the L1D. */
+        if (t->block_c_auto) c->t.block_c = ROWS_AUTO_BLOCK_C;
+        const size_t VLM = (size_t)c->vlmax;
+        c->m = malloc(VLM * sizeof(float));
+        c->s = malloc(VLM * sizeof(float));
+        c->sc = malloc((size_t)c->t.block_c * VLM * sizeof(float));
+        c->qt = malloc((size_t)D * VLM * sizeof(float));
+        c->acct = malloc((size_t)D * VLM * sizeof(float));
+        c->lim = malloc(VLM * sizeof(int));
+        return c->m && c->s && c->sc && c->qt && c->acct && c->lim ? 0 : -1;
+    }
     /* Fit the register file (32 registers = 32/LMUL groups): the packed regime keeps four
      * vectors per register of heads (q, acc, max, sum) plus about six temporaries, so
      * R * LMUL <= 4; the blocked regime keeps U accumulators plus one K^T or V row, so
@@ -119,6 +136,9 @@ void fav_release(fav_ctx *c) {
     free(c->s);
     free(c->sc);
     free(c->kt);
+    free(c->qt);
+    free(c->acct);
+    free(c->lim);
     free(c->seg);
     free(c->seg_start);
     free(c->same_prev);

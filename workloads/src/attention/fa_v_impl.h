@@ -29,6 +29,8 @@ static inline VF FN(fav_kv)(const fav_ctx *c, const float *row, int r, size_t vl
     return out;
 }
 
+#include "attention/fa_v_rows_impl.h"
+
 #define NREP 1
 #include "attention/fa_v_blocked_impl.h"
 #include "attention/fa_v_packed_impl.h"
@@ -81,6 +83,10 @@ static void FN(fav_blocked)(const fav_ctx *c, int r0, int r1, int c0) {
 static void FN(fav_run)(const fav_ctx *c) {
     const attn_problem *p = c->p;
     const int BR = c->t.block_r, BC = c->t.block_c;
+    if (c->rows) {
+        FN(fav_rows)(c);
+        return;
+    }
     for (int r0 = 0; r0 < p->n_q; r0 += BR) {
         const int r1 = r0 + BR < p->n_q ? r0 + BR : p->n_q;
         const int kmax = attn_kv_end(p, r1 - 1); /* keys seen by the block's last token */

@@ -224,7 +224,8 @@ int main(int argc, char **argv) {
     attn_tunables t;
     t.block_r = (int)arg_long(&a, "block-r", 64, 1, 1 << 16);
     const char *bc_arg = arg_str(&a, "block-c", "auto");
-    if (!strcmp(bc_arg, "auto")) {
+    t.block_c_auto = !strcmp(bc_arg, "auto");
+    if (t.block_c_auto) {
         t.block_c = auto_block_c(kv_heads, head_dim, decode);
     } else {
         char *end = NULL;
@@ -233,10 +234,11 @@ int main(int argc, char **argv) {
             die_arg("--block-c: expected auto or an integer in [1, 65536], got '%s'", bc_arg);
         t.block_c = (int)bc;
     }
-    static const char *const regimes[] = {"auto", "blocked", "packed", NULL};
+    static const char *const regimes[] = {"auto", "blocked", "packed", "rows", NULL};
     const char *regime_arg = arg_choice(&a, "regime", "auto", regimes);
     t.regime = !strcmp(regime_arg, "blocked") ? FAV_BLOCKED
-               : !strcmp(regime_arg, "packed") ? FAV_PACKED : FAV_AUTO;
+               : !strcmp(regime_arg, "packed") ? FAV_PACKED
+               : !strcmp(regime_arg, "rows") ? FAV_ROWS : FAV_AUTO;
     t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
     t.r = (int)arg_long(&a, "r", 4, 1, 4);
     /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
@@ -288,12 +290,14 @@ int main(int argc, char **argv) {
     fav_ctx fc;
     if (kid == 2) {
         if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
-        regime = fc.packed ? "packed" : "blocked";
+        regime = fc.rows ? "rows" : fc.packed ? "packed" : "blocked";
+        t.block_c = fc.t.block_c; /* as the regime resolved it */
         vlmax = fc.vlmax;
         pack = fc.pack;
         r_eff = fc.t.r; /* capped by the register file and the number of heads */
         u_eff = fc.t.unroll; /* capped by the register file */
-        step = fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
+        step = fc.rows ? heads / kv_heads /* a strip shares one kv head */
+               : fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
     }
     /* the region of interest holds the kernel call and nothing else */
     roi_begin(roi);
