@@ -47,8 +47,10 @@ def gem5_config() -> Path:
 
 
 def binary_for(kernel: str) -> str:
+    """The workload binary a kernel runs from: one per attention kernel family, so that a
+    run's id (which hashes the binary) changes only with its own kernel's code."""
     if kernel in ATTN_KERNELS:
-        return "attention-scalar" if kernel in SCALAR_KERNELS else "attention"
+        return "attention-scalar" if kernel in SCALAR_KERNELS else f"attention-{kernel}"
     return "q8-scalar" if kernel in SCALAR_KERNELS else "q8"
 
 

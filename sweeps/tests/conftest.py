@@ -127,7 +127,8 @@ class Fakes:
 def fakes(tmp_path: Path) -> Fakes:
     wl = tmp_path / "wl"
     wl.mkdir()
-    for b in ("attention", "attention-scalar", "q8", "q8-scalar"):
+    for b in ("attention", "attention-scalar", "attention-fa-v", "attention-ggml-vec", "q8",
+              "q8-scalar"):
         _exe(wl / b, FAKE_WORKLOAD)
     qemu = _exe(tmp_path / "fake-qemu", FAKE_QEMU)
     gem5 = _exe(tmp_path / "fake-gem5.opt", FAKE_GEM5)

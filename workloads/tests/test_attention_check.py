@@ -306,3 +306,29 @@ def test_reference_file_round_trip_and_refusals(tmp_path: Path) -> None:
         res = qemu_run("attention", ["--kernel", "fa-v", *args], 512)
         lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
         assert res.rc == 2 and len(lines) == 1 and needle in lines[0], res.stderr
+
+
+# binary, its kernel, its entry point, prefixes of every other family's functions
+FAMILIES = [
+    ("attention-fa-v", "fa-v", "attn_fa_v", ("attn_ggml_", "ggml_vec_")),
+    ("attention-ggml-vec", "ggml-vec", "attn_ggml_vec", ("attn_fa_v", "fav_", "attn_ggml_scalar")),
+    ("attention-scalar", "ggml-scalar", "attn_ggml_scalar", ("attn_fa_v", "fav_", "attn_ggml_vec",
+                                                             "ggml_vec_")),
+]
+
+
+@pytest.mark.parametrize("binary,kernel,own,foreign", FAMILIES)
+def test_family_binaries_hold_one_kernel(binary: str, kernel: str, own: str,
+                                         foreign: tuple[str, ...]) -> None:
+    """A sweep runs each kernel from its family's binary, whose bytes (and run ids) must not
+    depend on another family's code: none of its functions is linked in, and the binary
+    refuses the other kernels in one line."""
+    funcs = functions(llvm_objdump(binary))
+    assert own in funcs
+    assert not [f for f in funcs if f.startswith(foreign)]
+    ok = qemu_run(binary, ["--kernel", kernel, "--model", "tinyllama-1.1b", "--n", "5"], vlen=512)
+    assert ok.rc == 0 and ok.record["pass"] is True
+    for other in {"fa-v", "ggml-vec", "ggml-scalar"} - {kernel}:
+        r = qemu_run(binary, ["--kernel", other, "--model", "tinyllama-1.1b", "--n", "5"],
+                     vlen=512)
+        assert r.rc == 2 and f"--kernel: '{other}' is not in this binary ({binary}" in r.stderr

@@ -35,6 +35,7 @@ void attn_ggml_scalar(const attn_problem *p);
 /* The default LMUL: the smallest of 1, 2, 4 whose VLMAX at e32 holds head_dim elements
  * (else 4), so one vector instruction covers a head's D or a key strip of that length. */
 int attn_auto_lmul(int head_dim);
+int attn_vlmax_e32(int lmul); /* elements of e32 at LMUL 1, 2 or 4 */
 void attn_ggml_vec(const attn_problem *p, const attn_tunables *t);
 
 /* fa-v: the regime is decided before the region of interest, together with the scratch

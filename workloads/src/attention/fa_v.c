@@ -43,22 +43,10 @@ static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
 #include "attention/each_lmul.h"
 #undef LMUL_IMPL
 
-static int vlmax_e32(int lmul) {
-    switch (lmul) {
-    case 1: return (int)__riscv_vsetvlmax_e32m1();
-    case 2: return (int)__riscv_vsetvlmax_e32m2();
-    default: return (int)__riscv_vsetvlmax_e32m4();
-    }
-}
-
-int attn_auto_lmul(int head_dim) {
-    return vlmax_e32(1) >= head_dim ? 1 : vlmax_e32(2) >= head_dim ? 2 : 4;
-}
-
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
     *c = (fav_ctx){.p = p, .t = *t};
-    c->vlmax = vlmax_e32(t->lmul);
+    c->vlmax = attn_vlmax_e32(t->lmul);
     /* auto = blocked: with K^T scores it measured faster than packing in gem5 at every
      * VLEN (workloads/README.md); packing is used only when asked for and possible */
     c->packed = t->regime == FAV_PACKED && c->vlmax > D && c->vlmax % D == 0;

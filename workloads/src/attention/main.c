@@ -11,6 +11,23 @@
 #include "attention/attn.h"
 #include "common/harness.h"
 
+/* Which kernels this binary holds. A kernel family gets a binary of its own
+ * (attention-fa-v, attention-ggml-vec, attention-scalar) so that its bytes, and the ids of
+ * the runs made with it, change only when its own code or the shared harness changes;
+ * `attention` holds every vector kernel, for use by hand and in the tests. */
+#ifndef ATTN_HAS_FAV
+#define ATTN_HAS_FAV VLSCALE_VECTOR
+#endif
+#ifndef ATTN_HAS_GGML_VEC
+#define ATTN_HAS_GGML_VEC VLSCALE_VECTOR
+#endif
+#ifndef ATTN_HAS_GGML_SCALAR
+#define ATTN_HAS_GGML_SCALAR 1
+#endif
+#ifndef ATTN_BINARY
+#define ATTN_BINARY "attention"
+#endif
+
 /* Tolerances (fp32 kernel vs double reference). The output is a convex combination of V
  * rows with |V| <= 1. fp32 rounding in a dot of D <= 256 terms, the online rescaling over
  * up to a few thousand keys and the polynomial exp (~2e-7 relative) stay around 1e-6
@@ -175,11 +192,12 @@ int main(int argc, char **argv) {
     args_init(&a, argc, argv);
 
     const char *kernel = arg_choice(&a, "kernel", NULL, kernels);
-#if !VLSCALE_VECTOR
-    if (strcmp(kernel, "ggml-scalar") != 0)
-        die_arg("--kernel: '%s' needs the vector build (this is attention-scalar, rv64gc: "
-                "only ggml-scalar)", kernel);
-#endif
+    const int kid = strcmp(kernel, "fa-v") == 0 ? 2 : strcmp(kernel, "ggml-vec") == 0 ? 1 : 0;
+    const int built[3] = {ATTN_HAS_GGML_SCALAR, ATTN_HAS_GGML_VEC, ATTN_HAS_FAV};
+    if (!built[kid])
+        die_arg("--kernel: '%s' is not in this binary (%s, %s: only%s%s%s)", kernel, ATTN_BINARY,
+                VLSCALE_VECTOR ? "rv64gcv" : "rv64gc", built[0] ? " ggml-scalar" : "",
+                built[1] ? " ggml-vec" : "", built[2] ? " fa-v" : "");
     const char *model = arg_str(&a, "model", NULL);
     const char *sh = arg_str(&a, "heads", NULL), *skv = arg_str(&a, "kv-heads", NULL),
                *sd = arg_str(&a, "head-dim", NULL);
@@ -285,8 +303,7 @@ int main(int argc, char **argv) {
 #endif
     const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
     int vlmax = 0, pack = 1, step = 1, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
-    const int kid = strcmp(kernel, "fa-v") == 0 ? 2 : strcmp(kernel, "ggml-vec") == 0 ? 1 : 0;
-#if VLSCALE_VECTOR
+#if ATTN_HAS_FAV
     fav_ctx fc;
     if (kid == 2) {
         if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
@@ -299,18 +316,21 @@ int main(int argc, char **argv) {
         step = fc.rows ? heads / kv_heads /* a strip shares one kv head */
                : fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
     }
+#endif
     /* the region of interest holds the kernel call and nothing else */
     roi_begin(roi);
+#if ATTN_HAS_FAV
     if (kid == 2) attn_fa_v(&fc);
-    else if (kid == 1) attn_ggml_vec(&p, &t);
-    else attn_ggml_scalar(&p);
+#endif
+#if ATTN_HAS_GGML_VEC
+    if (kid == 1) attn_ggml_vec(&p, &t);
+#endif
+#if ATTN_HAS_GGML_SCALAR
+    if (kid == 0) attn_ggml_scalar(&p);
+#endif
     roi_end(roi);
+#if ATTN_HAS_FAV
     if (kid == 2) fav_release(&fc);
-#else
-    (void)kid;
-    roi_begin(roi);
-    attn_ggml_scalar(&p);
-    roi_end(roi);
 #endif
     if (perturb) o[nq_el / 2] += 0.5f; /* self-test of the checker: must be caught */
 
