@@ -80,7 +80,7 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("regime", ("blocked", "packed", "rows"))
+@pytest.mark.parametrize("regime", ("blocked", "packed", "rows", "dot"))
 @pytest.mark.parametrize("lmul", (1, 2, 4))
 @pytest.mark.parametrize("vlen", (512, 1024))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
@@ -94,7 +94,7 @@ def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int,
                   ["--phase", "decode", "--l", "37"]):
         rec = check(args + extra, vlen)
         packed = regime == "packed" and vlmax > head_dim and vlmax % head_dim == 0
-        assert rec["regime"] == ("rows" if regime == "rows" else
+        assert rec["regime"] == (regime if regime in ("rows", "dot") else
                                  "packed" if packed else "blocked")
         assert rec["pack"] == (vlmax // head_dim if packed else 1)
 
@@ -112,6 +112,8 @@ def test_fav_custom_shapes(shape: tuple[int, int, int], vlen: int, lmul: int,
         ["--block-r", "7", "--block-c", "9", "--r", "2", "--lmul", "4", "--regime", "packed"],
         ["--block-r", "64", "--block-c", "5", "--lmul", "1", "--regime", "rows"],
         ["--block-r", "64", "--block-c", "33", "--lmul", "2", "--regime", "rows"],
+        ["--block-r", "64", "--block-c", "3", "--lmul", "1", "--regime", "dot"],
+        ["--block-r", "64", "--block-c", "300", "--lmul", "4", "--regime", "dot"],
     ],
     ids=lambda t: "_".join(x.lstrip("-") for x in t),
 )
@@ -155,7 +157,7 @@ def test_longer_sequences() -> None:
         check(["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "150", *extra], vlen)
     check(["--kernel", "fa-v", "--model", "llama-3.2-1b", "--n", "150", "--regime", "rows",
            "--lmul", "4"], 1024)  # strips of 128 rows = 16 tokens, several key blocks
-    for regime in ("blocked", "packed", "rows"):
+    for regime in ("blocked", "packed", "rows", "dot"):
         check(["--kernel", "fa-v", "--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "700",
                "--lmul", "4", "--regime", regime], 1024)
 
@@ -170,6 +172,17 @@ def test_fav_rows_models(model: str, phase: str) -> None:
     assert rec["regime"] == "rows" and rec["vlmax"] == 128 and rec["block_c"] == 32
     m = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]
     assert rec["heads_per_step"] == m["heads"] // m["kv_heads"]
+
+
+@pytest.mark.parametrize("vlen", (128, 1024))
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("model", MODELS)
+def test_fav_dot_models(model: str, phase: str, vlen: int) -> None:
+    """Dot regime on every model; at VLEN 128 D exceeds VLMAX (strips of D, one reduction
+    per key), at 1024 one register holds a head's D."""
+    rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
+                 "--regime", "dot"], vlen=vlen)
+    assert rec["regime"] == "dot" and rec["block_c"] == 256 and rec["heads_per_step"] == 1
 
 
 def test_seed_changes_inputs_not_correctness() -> None:

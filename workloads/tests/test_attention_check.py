@@ -48,6 +48,9 @@ DUMP_CASES = [
     ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "20", "--phase", "decode",
               "--l", "45", "--lmul", "2", "--regime", "rows"], 512),  # D not a multiple of RD
     ("fa-v", ["--model", "pythia-410m", "--n", "70", "--lmul", "1", "--regime", "rows"], 512),
+    ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "300", "--regime", "dot",
+              "--block-c", "37"], 512),
+    ("fa-v", ["--model", "qwen2.5-3b", "--n", "30", "--regime", "dot"], 128),  # D > VLMAX
 ]
 
 
@@ -97,6 +100,7 @@ def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int)
     ("ggml-scalar", 256, []), ("ggml-vec", 256, []), ("fa-v", 256, []),
     ("fa-v", 1024, ["--lmul", "4", "--regime", "packed"]),
     ("fa-v", 1024, ["--lmul", "4", "--regime", "rows"]),
+    ("fa-v", 512, ["--regime", "dot"]),
 ])
 def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
     res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
@@ -193,7 +197,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
     # what runs inside the ROI: the entry points and the (noinline) fa-v block functions;
     # fav_prepare/fav_release run outside it
     kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar")
-               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_"))]
+               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_", "fav_dot_"))]
     assert "attn_fa_v" in kernels and "attn_ggml_vec" in kernels
     assert sum(f.startswith("fav_pk_") for f in kernels) == 9  # 3 LMUL x R in {1, 2, 4}
     assert sum(f.startswith("fav_blk_") for f in kernels) == 12  # 3 LMUL x U in {1, 2, 4, 8}
@@ -212,6 +216,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
                and not (f.startswith("fav_rows_out_") and rows_out.search(i))]
         assert not bad, (f, bad[:5])
     assert sum(f.startswith("fav_rows_blk_") for f in kernels) == 3  # one per LMUL
+    assert sum(f.startswith("fav_dot_row_") for f in kernels) == 3
     assert sum(i.startswith("vsse32.v") for i in funcs["attn_fa_v"]) == 3  # one per LMUL
     fav = [i for f in kernels if f.startswith("fav_") for i in funcs[f]]
     for needed in ("vfredusum", "vslideup", "vslidedown", "vrgather", "vfmerge"):

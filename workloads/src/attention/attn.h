@@ -13,7 +13,7 @@ typedef struct {
     float *o;
 } attn_problem;
 
-enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS };
+enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS, FAV_DOT };
 
 typedef struct {
     int block_r, block_c; /* fa-v sequence blocking: query tokens x keys */
@@ -21,7 +21,7 @@ typedef struct {
     int unroll;           /* fa-v blocked regime: heads per unrolled group */
     int r;                /* fa-v packed regime: registers of packed heads per iteration */
     int lmul;             /* 1, 2 or 4 (0 = auto): register grouping for ggml-vec and fa-v */
-    int regime;           /* fa-v: FAV_AUTO, FAV_BLOCKED, FAV_PACKED or FAV_ROWS */
+    int regime;           /* fa-v: FAV_AUTO or one of FAV_BLOCKED .. FAV_DOT */
 } attn_tunables;
 
 /* One past the last key that query token i may see. */
@@ -46,6 +46,7 @@ typedef struct {
     int vlmax;  /* elements of e32 at the chosen LMUL */
     int packed; /* 1: inter-head packing (VLMAX > D and D | VLMAX); 0: blocked */
     int rows;   /* 1: vectors span query rows (fa_v_rows_impl.h) */
+    int dot;    /* 1: one row at a time, vectors over D (fa_v_dot_impl.h) */
     int pack;   /* heads per register in the packed regime (1 when blocked) */
     float *m, *s;   /* running max / sum for one query block (replicated per element when
                        packed, one per head when blocked) */

@@ -38,6 +38,8 @@ static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
 
 /* Rows regime, --block-c auto: keys per block (probabilities kept in scratch). */
 #define ROWS_AUTO_BLOCK_C 32
+/* Dot regime, --block-c auto. */
+#define DOT_AUTO_BLOCK_C 256
 
 #define LMUL_IMPL "attention/fa_v_impl.h"
 #include "attention/each_lmul.h"
@@ -52,6 +54,14 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     c->packed = t->regime == FAV_PACKED && c->vlmax > D && c->vlmax % D == 0;
     c->pack = c->packed ? c->vlmax / D : 1;
     c->rows = t->regime == FAV_ROWS;
+    c->dot = t->regime == FAV_DOT;
+    if (c->dot) {
+        /* Key block: only its scores are kept; longer blocks give the softmax longer
+         * vectors (up to 8192 bits of fp32) at no cache cost. */
+        if (t->block_c_auto) c->t.block_c = DOT_AUTO_BLOCK_C;
+        c->sc = malloc((size_t)c->t.block_c * sizeof(float));
+        return c->sc ? 0 : -1;
+    }
     if (c->rows) {
         /* Key block: its probabilities (block_c x VLMAX fp32) are read once per RD
          * dimensions of O^T, so they should stay in the L1D. */

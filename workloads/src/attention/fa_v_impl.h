@@ -30,6 +30,7 @@ static inline VF FN(fav_kv)(const fav_ctx *c, const float *row, int r, size_t vl
 }
 
 #include "attention/fa_v_rows_impl.h"
+#include "attention/fa_v_dot_impl.h"
 
 #define NREP 1
 #include "attention/fa_v_blocked_impl.h"
@@ -85,6 +86,10 @@ static void FN(fav_run)(const fav_ctx *c) {
     const int BR = c->t.block_r, BC = c->t.block_c;
     if (c->rows) {
         FN(fav_rows)(c);
+        return;
+    }
+    if (c->dot) {
+        FN(fav_dot)(c);
         return;
     }
     for (int r0 = 0; r0 < p->n_q; r0 += BR) {

@@ -252,11 +252,12 @@ int main(int argc, char **argv) {
             die_arg("--block-c: expected auto or an integer in [1, 65536], got '%s'", bc_arg);
         t.block_c = (int)bc;
     }
-    static const char *const regimes[] = {"auto", "blocked", "packed", "rows", NULL};
+    static const char *const regimes[] = {"auto", "blocked", "packed", "rows", "dot", NULL};
     const char *regime_arg = arg_choice(&a, "regime", "auto", regimes);
     t.regime = !strcmp(regime_arg, "blocked") ? FAV_BLOCKED
                : !strcmp(regime_arg, "packed") ? FAV_PACKED
-               : !strcmp(regime_arg, "rows") ? FAV_ROWS : FAV_AUTO;
+               : !strcmp(regime_arg, "rows") ? FAV_ROWS
+               : !strcmp(regime_arg, "dot") ? FAV_DOT : FAV_AUTO;
     t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
     t.r = (int)arg_long(&a, "r", 4, 1, 4);
     /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
@@ -307,13 +308,13 @@ int main(int argc, char **argv) {
     fav_ctx fc;
     if (kid == 2) {
         if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
-        regime = fc.rows ? "rows" : fc.packed ? "packed" : "blocked";
+        regime = fc.rows ? "rows" : fc.dot ? "dot" : fc.packed ? "packed" : "blocked";
         t.block_c = fc.t.block_c; /* as the regime resolved it */
         vlmax = fc.vlmax;
         pack = fc.pack;
         r_eff = fc.t.r; /* capped by the register file and the number of heads */
         u_eff = fc.t.unroll; /* capped by the register file */
-        step = fc.rows ? heads / kv_heads /* a strip shares one kv head */
+        step = fc.dot ? 1 : fc.rows ? heads / kv_heads /* a strip shares one kv head */
                : fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
     }
 #endif

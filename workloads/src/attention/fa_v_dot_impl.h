@@ -1,0 +1,132 @@
+/* fa-v, dot regime: one (token, head) row at a time, vectors over D. Included once per LMUL
+ * by fa_v_impl.h.
+ *
+ * Where no K^T copy is reused (decode, above all MHA decode, where each kv head serves one
+ * query head) the copy's strided stores cost more than they save. This regime reads K rows
+ * as they lie (unit-stride, D elements): a score is an elementwise product and one
+ * vfredusum. The reductions of UK keys are issued before any result is read, so their
+ * latencies overlap; the block's scores then go through the same vectorised online softmax
+ * over keys as the blocked regime, and acc += p_j V_j runs over D with acc in registers. No
+ * vsetvl changes inside the key loop (unlike ggml-vec) and no scalar exp. */
+
+#if MB == 8
+#define UK 4
+#define REPK(X) X(0) X(1) X(2) X(3)
+#else
+#define UK 8
+#define REPK(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#endif
+
+/* The scale multiplies each reduced score as a scalar: with q pre-scaled instead, clang turns
+ * vfmv.f.s + fsw into a vse32 at vl = 1, and the vsetivli that needs flushes Minor's
+ * pipeline (GEM5_NOTES: it mispredicts every time) twice per group of keys. */
+/* Scores of keys [j0, j1) for the query row q (D <= VLMAX: q in one register). */
+static inline void FN(fav_dot_scores)(const float *kbase, size_t kv_row, VF q, float scale,
+                                      size_t D, int j0, int j1, float *sc) {
+    const vfloat32m1_t z = __riscv_vfmv_v_f_f32m1(0.0f, __riscv_vsetvlmax_e32m1());
+    int j = j0;
+    for (; j + UK <= j1; j += UK) {
+#define RED(k)                                                                       \
+    const vfloat32m1_t r##k = __riscv_vfredusum(                                     \
+        __riscv_vfmul(q, VLE(kbase + (size_t)(j + (k)) * kv_row, D), D), z, D);
+        REPK(RED)
+#undef RED
+#define PUT(k) sc[j - j0 + (k)] = __riscv_vfmv_f(r##k) * scale;
+        REPK(PUT)
+#undef PUT
+    }
+    for (; j < j1; j++)
+        sc[j - j0] = __riscv_vfmv_f(__riscv_vfredusum(
+            __riscv_vfmul(q, VLE(kbase + (size_t)j * kv_row, D), D), z, D)) * scale;
+}
+
+/* Scores when D > VLMAX: strips of D accumulate into one vector, reduced once per key. */
+static void FN(fav_dot_scores_wide)(const float *kbase, size_t kv_row, const float *q,
+                                    float scale, int D, int j0, int j1, float *sc) {
+    const vfloat32m1_t z = __riscv_vfmv_v_f_f32m1(0.0f, __riscv_vsetvlmax_e32m1());
+    const size_t vlm = SETVLMAX();
+    for (int j = j0; j < j1; j++) {
+        const float *kr = kbase + (size_t)j * kv_row;
+        VF acc = VFMV(0.0f, vlm);
+        for (int d = 0; d < D;) {
+            const size_t vl = SETVL((size_t)(D - d));
+            acc = __riscv_vfmacc_tu(acc, VLE(q + d, vl), VLE(kr + d, vl), vl);
+            d += (int)vl;
+        }
+        sc[j - j0] = __riscv_vfmv_f(__riscv_vfredusum(acc, z, vlm)) * scale;
+    }
+}
+
+/* One row (token i, head h): every key block, online softmax, output. */
+__attribute__((noinline)) static void FN(fav_dot_row)(const fav_ctx *c, int i, int h) {
+    const attn_problem *p = c->p;
+    const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
+    const int BC = c->t.block_c, end = attn_kv_end(p, i);
+    const size_t kv_row = (size_t)p->kv_heads * D;
+    const float *kbase = p->k + (size_t)(h / group) * D, *vbase = p->v + (size_t)(h / group) * D;
+    const float *qrow = p->q + ((size_t)i * H + h) * D;
+    float *orow = p->o + ((size_t)i * H + h) * D, *sc = c->sc;
+    const int narrow = (size_t)D <= (size_t)c->vlmax;
+    const size_t vd = narrow ? SETVL((size_t)D) : 0;
+    VF q = VFMV(0.0f, SETVLMAX());
+    if (narrow) q = VLE(qrow, vd);
+    VF acc = q; /* the accumulator of a narrow row; wide rows keep it in O */
+    float m = -INFINITY, l = 0.0f;
+    for (int j0 = 0; j0 < end; j0 += BC) {
+        const int j1 = j0 + BC < end ? j0 + BC : end, n = j1 - j0;
+        if (narrow) FN(fav_dot_scores)(kbase, kv_row, q, p->scale, vd, j0, j1, sc);
+        else FN(fav_dot_scores_wide)(kbase, kv_row, qrow, p->scale, D, j0, j1, sc);
+        /* online softmax over the block, vectorised across its keys */
+        float mb = -INFINITY;
+        for (int j = 0; j < n;) {
+            const size_t vl = SETVL((size_t)(n - j));
+            mb = FN(hmax)(VLE(sc + j, vl), mb, vl);
+            j += (int)vl;
+        }
+        const float mnew = m > mb ? m : mb;
+        float sum = 0.0f;
+        for (int j = 0; j < n;) {
+            const size_t vl = SETVL((size_t)(n - j));
+            const VF e = FN(vexp)(__riscv_vfsub(VLE(sc + j, vl), mnew, vl), vl);
+            __riscv_vse32(sc + j, e, vl);
+            sum += FN(hsum)(e, vl);
+            j += (int)vl;
+        }
+        const float alpha = j0 == 0 ? 0.0f : expf(m - mnew);
+        l = l * alpha + sum;
+        m = mnew;
+        /* acc = acc * alpha + sum_j p_j V_j, over D */
+        if (narrow) {
+            acc = j0 == 0 ? VFMV(0.0f, vd) : __riscv_vfmul(acc, alpha, vd);
+            for (int j = j0; j < j1; j++)
+                acc = __riscv_vfmacc(acc, sc[j - j0], VLE(vbase + (size_t)j * kv_row, vd), vd);
+        } else {
+            for (int d = 0; d < D;) {
+                const size_t vl = SETVL((size_t)(D - d));
+                VF a = j0 == 0 ? VFMV(0.0f, vl) : __riscv_vfmul(VLE(orow + d, vl), alpha, vl);
+                for (int j = j0; j < j1; j++)
+                    a = __riscv_vfmacc(a, sc[j - j0], VLE(vbase + (size_t)j * kv_row + d, vl), vl);
+                __riscv_vse32(orow + d, a, vl);
+                d += (int)vl;
+            }
+        }
+    }
+    const float inv = 1.0f / l;
+    if (narrow) {
+        __riscv_vse32(orow, __riscv_vfmul(acc, inv, vd), vd);
+    } else {
+        for (int d = 0; d < D;) {
+            const size_t vl = SETVL((size_t)(D - d));
+            __riscv_vse32(orow + d, __riscv_vfmul(VLE(orow + d, vl), inv, vl), vl);
+            d += (int)vl;
+        }
+    }
+}
+
+static void FN(fav_dot)(const fav_ctx *c) {
+    for (int i = 0; i < c->p->n_q; i++)
+        for (int h = 0; h < c->p->heads; h++) FN(fav_dot_row)(c, i, h);
+}
+
+#undef UK
+#undef REPK
