@@ -35,7 +35,7 @@ Kernel = Literal["ggml-scalar", "ggml-vec", "fa-v", "q8-scalar", "q8-ggml", "q8-
 Phase = Literal["prefill", "decode"]
 Proj = Literal["q", "k", "v", "o", "gate", "up", "down"]
 Precision = Literal["fp32", "fp16"]
-Regime = Literal["auto", "blocked", "packed", "rows"]
+Regime = Literal["auto", "blocked", "packed", "rows", "dot"]
 
 
 def _axis(item: Any) -> Any:
@@ -64,8 +64,8 @@ class Axes(BaseModel):
     unroll: _axis(StrictInt) | None = None
     r: _axis(StrictInt) | None = None
     lmul: _axis(StrictInt) | None = Field(None, description="1, 2 or 4 (default: auto)")
-    regime: _axis(Regime) | None = Field(None, description="fa-v: auto, blocked, packed "
-                                                          "or rows")
+    regime: _axis(Regime) | None = Field(None, description="fa-v: auto, blocked, packed, rows "
+                                                          "or dot")
     stack_shift: _axis(StrictInt) | None = Field(
         None, description="gem5: bytes the workload's initial stack is moved down by, a "
         "multiple of 16 (memory-layout sensitivity studies; default 0)")
