@@ -75,3 +75,25 @@ def test_cycles_do_not_depend_on_the_command_lines_length(gem5: dict, tmp_path) 
     plain = _roi_cycles(tmp_path / "a")
     spelled = _roi_cycles(tmp_path / "b", "--block-c", "64", "--unroll", "4")
     assert plain == spelled > 0
+
+
+@pytest.mark.parametrize("vlen", [2048, 4096, 8192])
+@pytest.mark.parametrize("regime, phase", [
+    ("rows", ["--phase", "prefill", "--n", "40"]),   # strips of 256 rows at 8192 bits
+    ("dot", ["--phase", "decode", "--l", "200"]),
+    ("blocked", ["--phase", "prefill", "--n", "40"]),
+])
+def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: list[str],
+                                     vlen: int) -> None:
+    """fa-v's regimes compute correctly at vector lengths QEMU cannot run (VLEN <= 1024;
+    there LMUL 4 stands in for 4096 bits), checked by the workload itself in gem5."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.one", "paper-fixed", str(vlen), "none", "--results",
+         str(tmp_path), "--", "--kernel", "fa-v", "--model", "tinyllama-1.1b", *phase,
+         "--regime", regime],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True and rec["regime"] == regime and rec["vlen"] == vlen
+    assert rec["vlmax"] == vlen // 32  # LMUL 1: D = 64 fits from 2048 bits on
