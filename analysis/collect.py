@@ -24,11 +24,11 @@ from typing import Any
 import pandas as pd
 
 from .stats import StatsError, parse_text, read_text
-from .synth import OP_CLASSES
+from .synth import OP_CLASSES, VEC_UNIT_CLASSES
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 2
+SCHEMA = 3
 
 SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
 #: column prefix -> the cache's stat group, tried in order: the standard library's board
@@ -233,6 +233,10 @@ def _stats_metrics(text: str, source: str, roi: int, roi_only: bool = False) -> 
         uops = d.vector(vt + "microOps")
         m["vec_timing_uops_total"] = uops.get(
             "total", sum(v for k, v in uops.items() if k != "total"))
+        # elementBits covers the arithmetic classes only: their micro-ops and elements too
+        m["vec_timing_uops_arith"] = sum(v for k, v in uops.items() if k in VEC_UNIT_CLASSES)
+        m["vec_elems_arith"] = sum(v for k, v in elems.items() if k in VEC_UNIT_CLASSES)
+        m["vec_element_bits"] = d.get(vt + "elementBits")  # absent reads as 0
         wait = d.vector(vt + "waitCycles")
         m["vec_wait_total"] = wait.get("total", sum(v for k, v in wait.items() if k != "total"))
         m["lane_util"] = d.get(vt + "laneUtilization")  # nozero: absent means 0

@@ -301,12 +301,46 @@ def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     return paths
 
 
+def vl_fill(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """vl_fill's fill_pct (active bits of arithmetic vector micro-ops / VLEN) against VLEN, a
+    row of panels per model, a column per phase at its largest N / L, a line per kernel;
+    rows that differ in other axes (uarch, timing model) are averaged."""
+    t = tables.vl_fill_table(df)
+    _need(t, ["kernel", "vlen", "phase", "fill_pct"], "vector fill")
+    t = t[t["phase"].isin(["prefill", "decode"]) & t["fill_pct"].notna()]
+    if t.empty:
+        raise Skip("vector fill: no attention run with the patch's vecTiming.elementBits")
+    models = sorted(pd.unique(t["model"])) if "model" in t.columns else [None]
+    phases = [p for p in ("prefill", "decode") if p in set(t["phase"])]
+    kernels = sorted(pd.unique(t["kernel"]))
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(len(models), len(phases),
+                                figsize=(4.2 * len(phases), 3.2 * len(models)), squeeze=False)
+        for i, model in enumerate(models):
+            for j, phase in enumerate(phases):
+                ax = axs[i][j]
+                tp, size = _largest_size(_sel(_sel(t, "model", model), "phase", phase), phase)
+                for ki, k in enumerate(kernels):
+                    g = tp[tp["kernel"] == k].groupby("vlen")["fill_pct"].mean()
+                    if not g.empty:
+                        ax.plot(g.index, g.values, marker=MARKERS[ki % len(MARKERS)],
+                                color=OKABE_ITO[ki % len(OKABE_ITO)], label=k)
+                if not tp.empty:
+                    _log2_x(ax, sorted(pd.unique(tp["vlen"])))
+                    ax.legend(fontsize=7)
+                ax.set_ylim(0, 105)
+                ax.set_ylabel("active bits / VLEN, arithmetic uops (%)")
+                ax.set_title(", ".join(str(x) for x in (model, phase) if x) + size)
+        return _save(fig, out_dir, "vl_fill")
+
+
 FIGURES = {
     "speedup_vs_vlen": speedup_vs_vlen,
     "vlen_lanes_heatmap": vlen_lanes_heatmap,
     "q8_breakdown": q8_breakdown,
     "peak_share": peak_share,
     "lane_utilisation": lane_utilisation,
+    "vl_fill": vl_fill,
 }
 
 

@@ -136,6 +136,8 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
               "targets": "Reproduction targets: measured, met or not",
               "cycle_accounting": "Where the cycles go (instruction mix, vector unit "
                                   "busy share)",
+              "vl_fill": "Vector fill: active bits per arithmetic micro-op against VLEN "
+                         "(elements per micro-op against VLMAX)",
               "layout_spread": "Memory-layout spread (the same runs under several stack "
                                "positions)",
               "host_cost": "Host cost per run (medians; to size sweeps)",

@@ -32,6 +32,15 @@ OP_CLASSES = [
     "SimdUnitStrideSegmentedLoad", "SimdUnitStrideSegmentedStore", "SimdExt", "SimdFloatExt",
     "SimdConfig",
 ]
+#: the classes gem5-patches 0003 gives a vector unit (VecTiming::unitOf): the arithmetic
+#: micro-ops whose active elements x SEW its elementBits stat sums (memory ones excluded)
+VEC_UNIT_CLASSES = frozenset({
+    "SimdAdd", "SimdAddAcc", "SimdAlu", "SimdCmp", "SimdCvt", "SimdShift", "SimdShiftAcc",
+    "SimdExt", "SimdReduceAdd", "SimdReduceAlu", "SimdReduceCmp", "SimdPredAlu", "SimdMult",
+    "SimdMultAcc", "SimdDiv", "SimdSqrt", "SimdMatMultAcc", "SimdFloatAdd", "SimdFloatAlu",
+    "SimdFloatCmp", "SimdFloatCvt", "SimdFloatDiv", "SimdFloatMisc", "SimdFloatMult",
+    "SimdFloatMultAcc", "SimdFloatMatMultAcc", "SimdFloatSqrt", "SimdFloatReduceAdd",
+    "SimdFloatReduceCmp", "SimdFloatExt", "SimdMisc"})
 
 
 def fmt_value(v: float, precision: int = -1) -> str:
@@ -177,7 +186,8 @@ def dump_lines(cycles: float, insts: float, ops: float | None = None,
     """Lines of one dump block (without banners).
 
     vec_timing, when given, holds the patch's stats: {"busyCycles": {cls: v}, "microOps":
-    {...}, "elements": {...}, "laneUtilization": x}; zero entries are omitted (nozero).
+    {...}, "elements": {...}, "elementBits": x, "laneUtilization": x}; zero vector entries
+    are omitted (nozero); see vec_timing_stats for consistent elementBits.
     """
     ops = insts if ops is None else ops
     ticks = cycles * clock_ps
@@ -231,6 +241,10 @@ def dump_lines(cycles: float, insts: float, ops: float | None = None,
             if isinstance(vals, Mapping) and vals:
                 lines += vector(f"system.cpu.vecTiming.{group}", vals,
                                 f"vector timing model: {group} per op class", nozero=True)
+        eb = vec_timing.get("elementBits")
+        if eb is not None and not isinstance(eb, Mapping):
+            lines.append(scalar("system.cpu.vecTiming.elementBits", float(eb),
+                                "Active elements times SEW, arithmetic vector micro-ops"))
         lu = vec_timing.get("laneUtilization")
         if lu is not None and not isinstance(lu, Mapping):
             lines.append(scalar("system.cpu.vecTiming.laneUtilization", float(lu),
@@ -240,6 +254,15 @@ def dump_lines(cycles: float, insts: float, ops: float | None = None,
     if filler:
         lines += _filler(cycles, seed)
     return lines
+
+
+def vec_timing_stats(micro_ops: Mapping[str, float], elements: Mapping[str, float],
+                     sew: int = 32, **rest: object) -> dict[str, object]:
+    """The patch's vecTiming stats for micro-ops of one SEW, elementBits counted as gem5
+    does: active elements x SEW over VEC_UNIT_CLASSES only."""
+    bits = sew * sum(v for c, v in elements.items() if c in VEC_UNIT_CLASSES)
+    return {"microOps": dict(micro_ops), "elements": dict(elements), "elementBits": bits,
+            **rest}
 
 
 def stats_text(blocks: list[list[str]], messages: list[str] | None = None) -> str:

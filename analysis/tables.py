@@ -303,6 +303,51 @@ def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
+#: axes that change timing or layout, not the instructions a kernel commits: pooled in vl_fill
+FILL_POOLED = {"lanes", "stack_shift"}
+#: always shown (the size too, so that a reader knows which N / L a fill belongs to)
+FILL_KEYS = ["kernel", "model", "phase", "n", "l", "vlen"]
+
+
+def vl_fill_table(df: pd.DataFrame) -> pd.DataFrame:
+    """How full the vectors are: per kernel, model, phase, VLEN (and any other axis the runs
+    differ in, except lanes and stack_shift, whose runs are pooled by summing counts), from
+    the patch's vecTiming stats of usable gem5 runs with vector micro-ops.
+
+    A micro-op covers one vector register (gem5 splits an LMUL > 1 instruction into LMUL
+    micro-ops). `vector_uops` and `elems_per_uop` count every vector micro-op, memory ones
+    included: gem5 splits a strided or indexed access into one micro-op per element, so
+    these means can be low without any arithmetic being short. elementBits sums active
+    elements x SEW over the arithmetic micro-ops only, so the fill is taken over those:
+    fill_pct = 100 * elementBits / (arith_uops * VLEN). vlmax_e32 = VLEN / 32 (LMUL 1)."""
+    u = runs_once(usable(df))
+    need = {"has_vec_timing", "vec_timing_uops_total", "vec_element_bits", "vlen"}
+    if u.empty or not need <= set(u.columns):
+        return pd.DataFrame()
+    u = u[u["has_vec_timing"].fillna(False).astype(bool) & u["vlen"].notna()
+          & (u["vec_timing_uops_total"].fillna(0) > 0)]
+    if u.empty:
+        return pd.DataFrame()
+    extra = [a for a in axis_columns(df) if a in u.columns and a not in FILL_KEYS
+             and a not in FILL_POOLED and u[a].notna().any() and u[a].astype(str).nunique() > 1]
+    keys = [a for a in FILL_KEYS if a in u.columns and u[a].notna().any()] + extra
+    g = u.groupby(keys, dropna=False, sort=False)
+    t = g.agg(runs=("id", "size"), vector_uops=("vec_timing_uops_total", "sum"),
+              elems=("vec_elems_total", "sum"), arith_uops=("vec_timing_uops_arith", "sum"),
+              arith_elems=("vec_elems_arith", "sum"), bits=("vec_element_bits", "sum")
+              ).reset_index()
+    vlen = t["vlen"].astype(float)
+    arith = t["arith_uops"].where(t["arith_uops"] > 0)
+    t["elems_per_uop"] = t["elems"] / t["vector_uops"]
+    t["elems_per_arith_uop"] = t["arith_elems"] / arith
+    t["vlmax_e32"] = vlen / 32
+    t["bits_per_arith_uop"] = t["bits"] / arith
+    t["fill_pct"] = 100 * t["bits"] / (arith * vlen)
+    t = t.drop(columns=["elems", "arith_elems", "bits"])
+    lead = [a for a in LEAD_AXES if a in t.columns]
+    return t.sort_values(lead, kind="stable", na_position="first").reset_index(drop=True)
+
+
 def layout_spread_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per point run under several stack positions (axis stack_shift, sweeps/layout.yaml):
     the cycles at shift 0, the fewest and most, and spread = most / fewest - 1. What the
@@ -432,6 +477,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "paper_comparison": pc,
         "targets": targets_table(pc),
         "cycle_accounting": cycle_accounting_table(df),
+        "vl_fill": vl_fill_table(df),
         "layout_spread": layout_spread_table(df),
         "host_cost": host_cost_table(df),
         "validation": validation_table(df),

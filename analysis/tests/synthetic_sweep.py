@@ -24,6 +24,9 @@ ATTN_RUNS = [
     ("fav-1024-16", "fa-v", 1024, 16, 2_500_000),
 ]
 
+#: active fp32 elements per fa-v micro-op: 16 of 16 at 512 bits (100%), 24 of 32 (75%)
+FILL_ELEMS = {512: 16, 1024: 24}
+
 
 def write_run(root: Path, rid: str, axes: dict[str, Any], *, status: str = "ok",
               cause: str = "", target: str = "gem5", stats: str | None = None,
@@ -63,8 +66,11 @@ def build_sweep(root: Path) -> Path:
     for rid, kernel, vlen, lanes, cycles in ATTN_RUNS:
         itype = {"IntAlu": cycles // 4, "SimdFloatMultAcc": 100 if kernel != "ggml-scalar"
                  else 0}
-        vt = ({"busyCycles": {"SimdFloatMultAcc": cycles // 10},
-               "laneUtilization": 0.9 if vlen == 512 else 0.7} if kernel == "fa-v" else None)
+        # fa-v: 100 FMA micro-ops of FILL_ELEMS[vlen] fp32 elements each
+        vt = (synth.vec_timing_stats(
+            {"SimdFloatMultAcc": 100}, {"SimdFloatMultAcc": 100 * FILL_ELEMS[vlen]},
+            busyCycles={"SimdFloatMultAcc": cycles // 10},
+            laneUtilization=0.9 if vlen == 512 else 0.7) if kernel == "fa-v" else None)
         write_run(root, rid, attn_axes(kernel, vlen, lanes),
                   stats=synth.roi_stats_text(cycles, cycles // 2, inst_type=itype,
                                              vec_timing=vt, filler=False),

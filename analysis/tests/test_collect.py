@@ -43,6 +43,7 @@ def test_one_row_per_run_with_axes_and_metrics(sweep: Path) -> None:
     assert r["max_rel_err"] == pytest.approx(2e-5) and r["pass"] is True
     assert r["has_vec_timing"] and r["lane_util"] == pytest.approx(0.7)
     assert r["vec_busy_SimdFloatMultAcc"] == 250_000 and r["vec_busy_SimdMisc"] == 0
+    assert r["vec_element_bits"] == 100 * 24 * 32  # 100 micro-ops of 24 fp32 elements
     v = _row(df, "vec-512-8")
     assert not v["has_vec_timing"] and math.isnan(v["lane_util"])
     # these stats have no cache groups: unknown, not zero misses
@@ -225,6 +226,9 @@ def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
     if kernel != "ggml-scalar":
         assert r["has_vec_timing"] and r["vec_uops_total"] > 0 and r["vec_busy_total"] > 0
         assert 0 < r["lane_util"] <= 1
+        # fp32 kernels: elementBits is 32 x the arithmetic classes' elements, as collected
+        assert r["vec_element_bits"] == 32 * r["vec_elems_arith"] > 0
+        assert 0 < r["vec_timing_uops_arith"] < r["vec_timing_uops_total"]
     else:
         assert r["vec_uops_total"] == 0
     from analysis.tables import cycle_accounting_table
@@ -288,3 +292,35 @@ def test_layout_spread_per_point(tmp_path: Path) -> None:
 
 def test_no_layout_spread_without_shifts(sweep: Path) -> None:
     assert tables.layout_spread_table(collect(sweep).df).empty
+
+
+def test_vl_fill_from_known_counts(tmp_path: Path) -> None:
+    """100 FMA micro-ops with 3200 fp32 elements at VLEN 2048: 32 elements (1024 bits) per
+    micro-op, VLMAX 64, fill 50%. Strided-load micro-ops (one element each) lower the mean
+    over all micro-ops but not the fill, which elementBits takes over arithmetic ones only;
+    a run without vecTiming stats and a scalar run without vector micro-ops are left out."""
+    arith = ({"SimdFloatMultAcc": 100}, {"SimdFloatMultAcc": 3200})
+    vt = synth.vec_timing_stats(*arith)
+    assert vt["elementBits"] == 102400
+    write_run(tmp_path, "fav", attn_axes("fa-v", 2048, 8),
+              stats=synth.roi_stats_text(1000, 500, vec_timing=vt, filler=False))
+    mem = synth.vec_timing_stats({**arith[0], "SimdStridedLoad": 60},
+                                 {**arith[1], "SimdStridedLoad": 60})
+    write_run(tmp_path, "vec", attn_axes("ggml-vec", 2048, 8),
+              stats=synth.roi_stats_text(1000, 500, vec_timing=mem, filler=False))
+    write_run(tmp_path, "no-vt", attn_axes("ggml-vec", 1024, 8),
+              stats=synth.roi_stats_text(1000, 500, filler=False))
+    write_run(tmp_path, "scalar", attn_axes("ggml-scalar", 2048, 8),
+              stats=synth.roi_stats_text(1000, 500, vec_timing={"elementBits": 0},
+                                         filler=False))
+    df = collect(tmp_path).df
+    assert _row(df, "fav")["vec_element_bits"] == 102400
+    assert math.isnan(_row(df, "no-vt")["vec_element_bits"])
+    t = tables.vl_fill_table(df).set_index("kernel")
+    assert set(t.index) == {"fa-v", "ggml-vec"}  # no-vt and scalar left out
+    f = t.loc["fa-v"]
+    assert f["vector_uops"] == 100 and f["elems_per_uop"] == 32 and f["vlmax_e32"] == 64
+    assert f["bits_per_arith_uop"] == 1024 and f["fill_pct"] == pytest.approx(50.0)
+    v = t.loc["ggml-vec"]
+    assert v["vector_uops"] == 160 and v["elems_per_uop"] == pytest.approx(3260 / 160)
+    assert v["arith_uops"] == 100 and v["fill_pct"] == pytest.approx(50.0)

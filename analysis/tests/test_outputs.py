@@ -41,7 +41,7 @@ def test_markdown_and_latex_format() -> None:
 def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
     df = collect(sweep).df
     paths = tables.write_all(df, tmp_path / "t")
-    assert len(paths) == 36  # 12 tables x (csv, md, tex)
+    assert len(paths) == 39  # 13 tables x (csv, md, tex)
     sp = pd.read_csv(tmp_path / "t" / "speedup.csv")
     row = sp[sp["id"] == "fav-1024-16"].iloc[0]
     assert row["speedup_vs_ggml-scalar"] == pytest.approx(40.0)
@@ -86,6 +86,10 @@ def test_report_self_contained(sweep: Path) -> None:
     assert len(imgs) == len(plots.FIGURES)  # one model: one PNG per figure
     for b in imgs:
         assert base64.b64decode(b).startswith(b"\x89PNG")
+    assert "data-figure='vl_fill'" in html
+    fill = html[html.index("<h2>Vector fill"):]
+    fill = fill[:fill.index("</table>")]
+    assert "<th>fill_pct</th>" in fill and "<td>75</td>" in fill  # fa-v at 1024 bits
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium;"
@@ -140,8 +144,12 @@ def test_planner_shaped_grid(tmp_path: Path) -> None:
                 for v in (512, 1024, 2048):
                     for la in lane_set:
                         for k, c in (("ggml-vec", 1_000_000), ("fa-v", 400_000 * 512 // v)):
-                            vt = {"busyCycles": {"SimdFloatMultAcc": c // 2},
-                                  "laneUtilization": 0.5}
+                            # 16 active fp32 elements per micro-op at every VLEN
+                            vt = synth.vec_timing_stats(
+                                {"SimdFloatMultAcc": 10, "SimdStridedLoad": 30},
+                                {"SimdFloatMultAcc": 160, "SimdStridedLoad": 30},
+                                busyCycles={"SimdFloatMultAcc": c // 2},
+                                laneUtilization=0.5)
                             write_run(root, f"r{i}", axes(kernel=k, vlen=v, lanes=la,
                                                           timing_model=tm, **common),
                                       stats=synth.roi_stats_text(c, 10, filler=False,
@@ -163,3 +171,11 @@ def test_planner_shaped_grid(tmp_path: Path) -> None:
     assert "q8_breakdown" not in made
     assert len(made["speedup_vs_vlen"]) == 4 and len(made["vlen_lanes_heatmap"]) == 4
     assert len(made["peak_share"]) == 2 and len(made["lane_utilisation"]) == 2
+    assert len(made["vl_fill"]) == 2  # one figure: a panel per model and phase
+    fill = tables.vl_fill_table(df)
+    # lanes pooled (two runs under lanes timing), timing_model kept: it differs
+    assert "lanes" not in fill.columns and "timing_model" in fill.columns
+    assert len(fill) == 2 * 2 * 2 * 3 * 2  # models, phases, kernels, VLENs, timing
+    assert set(fill.loc[fill["timing_model"] == "lanes", "runs"]) == {2}
+    assert (fill["fill_pct"] == 100 * 16 * 32 / fill["vlen"]).all()
+    assert (fill["elems_per_uop"] == 190 / 40).all()  # memory micro-ops counted here
