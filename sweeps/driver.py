@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sweeps.checks import MAX_POINTS, check_grid, check_only_values
 from sweeps.executors import LocalExecutor, default_jobs, fmt_s
 from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config, point_matches
 from sweeps.render import environment, render
 from sweeps.results import (
     FAILED,
+    RESUMED,
     SweepLock,
     read_status,
+    remove_stale_tmp,
     summary_table,
     write_json_atomic,
     write_text_atomic,
@@ -45,6 +48,7 @@ class Options:
     resubmit: int = 1
     poll_s: float = 5.0
     only: tuple[str, ...] = ()
+    max_points: int = MAX_POINTS
 
 
 def git_rev() -> str | None:
@@ -71,9 +75,10 @@ def precompile_runner() -> None:
             pass
 
 
-def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False
-                  ) -> tuple[Spec, Path, str, Plan]:
+def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False,
+                  max_points: int = MAX_POINTS) -> tuple[Spec, Path, str, Plan]:
     spec, path, text = load_spec(spec_arg)
+    check_grid(spec, _shown(path), max_points)  # before anything expands the grid
     fallback = None
     if spec.target == "gem5" and not os.environ.get("GEM5"):
         try:
@@ -90,15 +95,14 @@ def parse_only(items: tuple[str, ...] | list[str]) -> dict[str, list[Any]]:
     """`--only AXIS=V1,V2` arguments -> a filter like the spec's `include_only` entries
     ({axis: [values]}, values read as YAML scalars so `vlen=512` is the integer 512); an
     axis given twice narrows to the values both allow."""
-    import yaml
-
+    from sweeps.checks import only_value
     from sweeps.spec import AXIS_NAMES
 
     out: dict[str, list[Any]] = {}
     for item in items:
         axis, sep, vals = item.partition("=")
         axis = axis.strip()
-        values = [yaml.safe_load(v) for v in vals.split(",") if v.strip()]
+        values = [only_value(item, v) for v in vals.split(",") if v.strip()]
         if not sep or not values:
             raise SpecError(f"--only {item}: expected AXIS=VALUE[,VALUE...]")
         if axis not in AXIS_NAMES:
@@ -115,6 +119,7 @@ def restrict(plan: Plan, only: dict[str, list[Any]]) -> Plan:
     in a `--only vlen=` slice)."""
     if not only:
         return plan
+    check_only_values(plan.spec, only)
     for axis, values in only.items():
         seen = {p.get(axis) for p, _ in plan.points}
         if not any(v in seen for v in values):
@@ -155,7 +160,7 @@ def run_costs(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> dict[str, fl
     guess = plan.spec.estimate_s
     out: dict[str, float | None] = {}
     for rid, r in plan.runs.items():
-        if sts.get(rid):
+        if sts.get(rid) and sts[rid].get("status") not in RESUMED:  # killed runs run again
             continue
         base = (r.kernel, r.phase, _size(r))
         w = walls.get((*base, r.axes.get("vlen"))) or walls.get(base)
@@ -187,13 +192,15 @@ def print_plan(spec: Spec, plan: Plan, results: Path, out: TextIO = sys.stdout) 
     done = sum(1 for s in sts.values() if s and s.get("status") == "ok")
     failed = sum(1 for s in sts.values() if s and s.get("status") in FAILED)
     pending = len(plan.runs) - done - failed
+    killed = sum(1 for s in sts.values() if s and s.get("status") in RESUMED)
     est, est_txt = estimate(plan, sts)
     for w in plan.warnings:
         out.write(f"warning: {w}\n")
     jobs = default_jobs(spec.target)
     out.write(f"sweep {spec.name} (target {spec.target}): {len(plan.points)} points -> "
               f"{len(plan.runs)} runs ({plan.shared} points shared by dedupe)\n")
-    out.write(f"  done {done}, failed {failed}, to run {pending}\n")
+    again = f" ({killed} of them killed before finishing)" if killed else ""
+    out.write(f"  done {done}, failed {failed}, to run {pending}{again}\n")
     par = f"; about {fmt_s(est / jobs)} with -j {jobs}" if est else ""
     out.write(f"  estimated cost: {est_txt}{par}\n")
     out.write(f"  results: {runs_dir}\n")
@@ -204,7 +211,8 @@ def _select(plan: Plan, runs_dir: Path, opts: Options) -> list[Run]:
     sts = statuses(plan, runs_dir)
     for rid, r in plan.runs.items():
         st = sts[rid]
-        if st is None or opts.force or (opts.retry_failed and st.get("status") != "ok"):
+        if st is None or opts.force or st.get("status") in RESUMED or (
+                opts.retry_failed and st.get("status") != "ok"):
             todo.append(r)
     return todo
 
@@ -256,7 +264,8 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
 def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     """Run what is missing; returns the exit status (0 all ok, 1 failures, 130 interrupted)."""
     opts.results = opts.results.resolve()  # cmd.sh runs from the repo root
-    spec, path, text, full = load_and_plan(spec_arg, opts.results, require_inputs=True)
+    spec, path, text, full = load_and_plan(spec_arg, opts.results, require_inputs=True,
+                                           max_points=opts.max_points)
     plan = restrict(full, parse_only(opts.only))
     if spec.target == "gem5" and not gem5_config().is_file():
         raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
@@ -265,6 +274,7 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     folder = opts.results / spec.name
     folder.mkdir(parents=True, exist_ok=True)
     with SweepLock(folder):
+        remove_stale_tmp(folder)  # left by a driver killed mid-write (runners clean theirs)
         runs_dir = folder / "runs"
         invocation = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       "argv": sys.argv[1:], "executor": opts.executor,
@@ -317,8 +327,9 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     return 1 if bad else 0
 
 
-def status_sweep(spec_arg: str, results: Path, out: TextIO = sys.stdout) -> int:
-    spec, _path, _text, plan = load_and_plan(spec_arg, results)
+def status_sweep(spec_arg: str, results: Path, out: TextIO = sys.stdout,
+                 max_points: int = MAX_POINTS) -> int:
+    spec, _path, _text, plan = load_and_plan(spec_arg, results, max_points=max_points)
     folder = results / spec.name
     for w in plan.warnings:
         out.write(f"warning: {w}\n")

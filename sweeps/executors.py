@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from sweeps.lifetime import die_with_parent
 from sweeps.results import read_status, write_json_atomic
 
 
@@ -119,12 +120,14 @@ class LocalExecutor:
             if self.progress_out else None
         # the runner enforces the timeout; this is the backstop if the runner hangs
         backstop = (self.timeout + self.grace + 60) if self.timeout else None
+        # the runner gets SIGTERM (a clean stop, recorded `killed`) when this driver ends
+        preexec = die_with_parent(signal.SIGTERM)
         try:
             while pending or running:
                 while pending and len(running) < self.jobs:
                     d = pending.pop()
                     p = subprocess.Popen(["bash", str(d / "cmd.sh")], start_new_session=True,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, preexec_fn=preexec)
                     running[p] = (d, time.monotonic())
                 finished = [p for p in running if p.poll() is not None]
                 if not finished:

@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 
 STATUSES = ("ok", "wrong-result", "gem5-error", "timeout", "killed", "missing-stats",
             "bad-args", "crashed")
-FAILED = frozenset(STATUSES) - {"ok"}
+#: not results: the run was stopped (Ctrl-C, SIGTERM, its driver gone) before it ended, so a
+#: plain `run` runs it again; every other status is a verdict that stays until --retry-failed
+RESUMED = frozenset({"killed"})
+FAILED = frozenset(STATUSES) - {"ok"} - RESUMED
 #: files a run leaves; cleared before a rerun (run.json and cmd.sh are rewritten anyway)
 OUTPUTS = ("stdout", "stderr", "simout", "simerr", "stats.txt", "config.ini", "config.json",
            "result.json", "workload_exit.json", "gem5.log", "status.json")
@@ -44,6 +47,38 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, sync: bool = True)
         except OSError:
             pass
         raise
+
+
+def remove_stale_tmp(folder: str | os.PathLike[str]) -> int:
+    """Delete the temp files of `_tmp_name` (".NAME.PID.tmp") in `folder` whose writer is no
+    longer alive (a process killed between write and rename); returns how many."""
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if not (name.startswith(".") and name.endswith(".tmp")):
+            continue
+        pid_text = name[:-4].rpartition(".")[2]
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # its writer is alive (or the pid was reused): leave it
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> None:
@@ -128,7 +163,9 @@ def summary_table(statuses: dict[str, dict[str, Any] | None], out: TextIO,
     for rid, st in bad[:max_failed]:
         if st:
             cause = " ".join(str(st.get("cause", "")).split())[:160]
-            out.write(f"  {rid}  {st['status']}: {cause}\n")
+            again = " (not a result: a plain `run` reruns it)" if st["status"] in RESUMED \
+                else ""
+            out.write(f"  {rid}  {st['status']}: {cause}{again}\n")
         else:
             out.write(f"  {rid}  missing: not run yet\n")
     if len(bad) > max_failed:

@@ -21,7 +21,8 @@ import sys
 import time
 from typing import Any
 
-from sweeps.results import OUTPUTS, read_status, tail, write_json_atomic
+from sweeps.lifetime import die_with_parent
+from sweeps.results import OUTPUTS, read_status, remove_stale_tmp, tail, write_json_atomic
 
 # Imports are kept to the standard library's cheap modules (no pathlib, argparse, platform):
 # this process starts once per run, and its start-up time is the driver's overhead.
@@ -165,6 +166,7 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
             os.unlink(_p(rundir, name))
         except FileNotFoundError:
             pass
+    remove_stale_tmp(rundir)  # half-written files of a runner killed mid-write
     stop = Stop()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -184,7 +186,8 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
         with open(out, "wb") as fo, open(err, "ab") if err == out else open(err, "wb") as fe:
             try:
                 proc = subprocess.Popen(argv, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL,
-                                        start_new_session=True, cwd=rundir)
+                                        start_new_session=True, cwd=rundir,
+                                        preexec_fn=die_with_parent(signal.SIGKILL))
                 rc, why = _wait(proc, timeout, grace, stop)
             except OSError as e:
                 start_error = f"cannot start {argv[0]}: {e.strerror}"

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
+from sweeps.yamlkeys import UniqueKeyLoader
+
 REPO = Path(__file__).resolve().parents[1]
 SPEC_DIR = Path(__file__).resolve().parent
 MODELS_FILE = REPO / "workloads" / "models.yaml"
@@ -157,13 +159,25 @@ def load_spec(name_or_path: str | Path) -> tuple[Spec, Path, str]:
     path = spec_path(name_or_path)
     shown = _shown(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         known = ", ".join(sorted(p.stem for p in SPEC_DIR.glob("*.yaml")))
         raise SpecError(f"{shown}: cannot read sweep spec ({e.strerror}); "
                         f"known specs: {known}") from None
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise SpecError(f"{shown}: line {line}: not UTF-8 text (byte "
+                        f"0x{e.object[e.start]:02x} at offset {e.start}); save the spec as "
+                        f"UTF-8") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # safe_load that refuses duplicates
+    except yaml.constructor.ConstructorError as e:
+        if not str(e.problem).startswith("duplicate key"):
+            raise SpecError(f"{shown}: YAML: {' '.join(str(e).split())}") from None
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}" if mark is not None else "(parse)"
+        raise SpecError(f"{shown}: {where}: {e.problem}: a key may be given once per "
+                        f"mapping (YAML would keep the last one silently)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(parse)"

@@ -36,6 +36,8 @@ from pydantic import (
     model_validator,
 )
 
+from sweeps.yamlkeys import UniqueKeyLoader
+
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
 UARCH_DIR: Path = REPO_ROOT / "configs" / "uarch"
 SCHEMA_DIR: Path = REPO_ROOT / "configs" / "schema"
@@ -485,25 +487,7 @@ def _find(name_or_path: str | Path, directory: Path) -> Path:
     raise UarchError(f"{_display(path)}: no uarch named {text!r} (available: {available})")
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last)."""
-
-
-def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if isinstance(key, (str, int, float, bool)) and key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=True)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
-)
+_UniqueKeyLoader = UniqueKeyLoader  # rejects a key given twice (sweeps/yamlkeys.py)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

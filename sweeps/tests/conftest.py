@@ -19,7 +19,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Behaviour chosen by --seed: 1.. ok, 13 segfault, 14 hang, 15 bad arguments.
+# Behaviour chosen by --seed: 1.. ok, 13 segfault, 14 hang (FAKE_HANG s, default 60), 15 bad
+# arguments. With FAKE_PIDS set to a folder, each run writes its pid and its parent's there.
 FAKE_WORKLOAD = r'''#!PYTHON
 import json, os, signal, sys, time
 args = sys.argv[1:]
@@ -29,11 +30,15 @@ if counter:
     with open(counter, "a") as f:
         f.write(" ".join(args) + "\n")
 seed = int(opt.get("--seed", "1"))
+pids = os.environ.get("FAKE_PIDS")  # a folder: "<pid> <parent pid>" per started workload
+if pids:
+    with open(os.path.join(pids, f"{seed}-{os.getpid()}"), "w") as f:
+        f.write(f"{os.getpid()} {os.getppid()}\n")
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 if seed == 13:
     os.kill(os.getpid(), signal.SIGSEGV)
 if seed == 14:
-    time.sleep(60)
+    time.sleep(float(os.environ.get("FAKE_HANG", "60")))
 if seed == 15:
     print("unknown argument --bogus", file=sys.stderr)
     sys.exit(2)
