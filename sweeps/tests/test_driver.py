@@ -384,7 +384,7 @@ def test_only_runs_a_slice_then_the_rest(fakes: Fakes) -> None:
     assert r.returncode == 0 and "1 already done, 3 to run" in r.stdout, r.stdout
     assert sorted(int(c.split("--seed ")[1].split()[0]) for c in fakes.calls()) == [1, 2, 3, 4]
     for bad, msg in [("sed=1", "unknown axis 'sed'"), ("seed", "expected AXIS=VALUE"),
-                     ("seed=9", "no point of sweep slice has it")]:
+                     ("seed=9", "9 not a value of axis seed")]:
         r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--only", bad)
         assert r.returncode == 2 and msg in r.stderr and len(r.stderr.splitlines()) == 1, \
             r.stderr
