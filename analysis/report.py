@@ -17,6 +17,8 @@ PROVENANCE_KEYS = [("gem5 version", ("gem5_version", "gem5_tag")),
                    ("gem5 binary", ("gem5", "gem5_path")),
                    ("gem5 binary sha256", ("gem5_sha256", "gem5_hash")),
                    ("patch series sha256", ("patches_sha256", "patch_hash")),
+                   ("gem5 build series (stamp)", ("gem5_series",)),
+                   ("gem5 commit (stamp)", ("gem5_commit",)),
                    ("workload sha256", ("workload_sha256",)),
                    ("vecscale git", ("vecscale_git",)),
                    ("sweep spec sha256", ("spec_sha256",))]

@@ -1,7 +1,16 @@
-# gem5-side entry points. vecscale never builds gem5: GEM5 points to your patched build.
+# gem5-side entry points. `make gem5` builds the patched RISCV gem5.opt outside the tree
+# (gem5-patches/build-gem5); everything that runs gem5 takes GEM5 when set, else that build.
 GEM5_SRC ?=
+GEM5_BUILD_DIR ?=
+GEM5_JOBS ?=
 
-.PHONY: apply-patches check-gem5
+.PHONY: gem5 apply-patches check-gem5
+
+# Empty variables are not passed: the script's defaults apply (public gem5 repository,
+# the user's cache folder, all cores).
+gem5:
+	@$(if $(GEM5_SRC),GEM5_SRC='$(GEM5_SRC)') $(if $(GEM5_BUILD_DIR),GEM5_BUILD_DIR='$(GEM5_BUILD_DIR)') \
+	  $(if $(GEM5_JOBS),GEM5_JOBS='$(GEM5_JOBS)') gem5-patches/build-gem5
 
 apply-patches:
 	@test -n "$(GEM5_SRC)" || { echo "error: GEM5_SRC is not set (path to a gem5 v24.0.0.1 checkout)"; exit 2; }

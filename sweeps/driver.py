@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from sweeps.checks import MAX_POINTS, check_grid, check_only_values
 from sweeps.executors import LocalExecutor, default_jobs, fmt_s
+from sweeps.gem5find import Gem5Error, export_gem5, stamp_provenance
 from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config, point_matches
 from sweeps.render import environment, render
 from sweeps.results import (
@@ -75,19 +76,34 @@ def precompile_runner() -> None:
             pass
 
 
+def gem5_found() -> bool:
+    """Resolve gem5 once ($GEM5, else the `make gem5` build) and export it as $GEM5, so the
+    plan, the rendered cmd.sh and the runs' processes all use that binary."""
+    try:
+        export_gem5()
+    except Gem5Error:
+        return False
+    return True
+
+
 def load_and_plan(spec_arg: str, results: Path, require_inputs: bool = False,
                   max_points: int = MAX_POINTS) -> tuple[Spec, Path, str, Plan]:
     spec, path, text = load_spec(spec_arg)
     check_grid(spec, _shown(path), max_points)  # before anything expands the grid
-    fallback = None
-    if spec.target == "gem5" and not os.environ.get("GEM5"):
-        try:
-            fallback = json.loads((results / spec.name / "provenance.json").read_text()
-                                  ).get("gem5_sha256")
-        except (OSError, ValueError, AttributeError):
-            fallback = None
+    found = spec.target == "gem5" and gem5_found()
+    try:
+        before = json.loads((results / spec.name / "provenance.json").read_text()
+                            ).get("gem5_sha256")
+    except (OSError, ValueError, AttributeError):
+        before = None
+    fallback = before if spec.target == "gem5" and not found else None
     plan = build_plan(spec, _shown(path), HashCache(results / ".sha256-cache.json"), require_inputs,
                       fallback)
+    now = next((r.run_json.get("gem5_sha256") for r in plan.runs.values()), None)
+    if found and isinstance(before, str) and now and now != before:
+        # Run ids include the gem5 binary's hash: another binary finds none of the old runs.
+        plan.warnings.append(f"gem5 {now[:12]} is not the binary ({before[:12]}) this sweep's "
+                             "last invocation used: its runs are not reused (new run ids)")
     return spec, path, text, plan
 
 
@@ -255,6 +271,7 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
     prov.update({"spec_sha256": hashlib.sha256(text.encode()).hexdigest(),
                  "vecscale_git": git_rev(), "target": spec.target,
                  "gem5": os.environ.get("GEM5") if spec.target == "gem5" else None,
+                 **(stamp_provenance(os.environ.get("GEM5")) if spec.target == "gem5" else {}),
                  "gem5_sha256": next((r.run_json["gem5_sha256"] for r in plan.runs.values()),
                                      None)})
     prov["invocations"].append(invocation)

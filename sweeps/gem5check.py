@@ -1,11 +1,13 @@
-"""Check that $GEM5 is a gem5 v24.0.0.1 RISCV build with the vecscale patches applied.
+"""Check that gem5 ($GEM5, else the `make gem5` build) is a patched v24.0.0.1 RISCV build.
 
 `python -m sweeps.gem5check` (or `make check-gem5`): one line per finding, exit 0 when
-usable, 2 otherwise. Also used by the planner before a gem5 sweep starts.
+usable, 2 otherwise; with a build stamp, also the build's facts and whether its patch series
+is the current gem5-patches/. Also used by `sweeps.one` before gem5 starts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -13,19 +15,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sweeps.gem5find import Gem5Error, find_gem5, read_stamp, series_hash, series_lines
+
 REPO = Path(__file__).resolve().parent.parent
 EXPECTED_VERSION = "24.0.0.1"
 INFO_SCRIPT = REPO / "configs" / "gem5_info.py"
 
 
-class Gem5Error(RuntimeError):
-    """A one-line reason why GEM5 cannot be used."""
+__all__ = ["Gem5Error", "check", "gem5_info", "gem5_path", "stamp_report"]
 
 
 def gem5_path(env: dict[str, str] | None = None) -> Path:
-    value = (env if env is not None else os.environ).get("GEM5", "")
-    if not value:
-        raise Gem5Error("GEM5 is not set: point it to a patched build/RISCV/gem5.opt")
+    value = find_gem5(env)
     path = Path(value)
     if not path.is_file() or not os.access(path, os.X_OK):
         raise Gem5Error(f"GEM5={value}: not an executable file")
@@ -69,13 +70,50 @@ def check(env: dict[str, str] | None = None) -> dict:
     return info
 
 
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def stamp_report(gem5: str) -> list[str]:
+    """Lines about the binary's build stamp: its facts, whether the binary is the stamped
+    one, and whether its series is the current gem5-patches/ (and which patch differs)."""
+    st = read_stamp(gem5)
+    if st is None:
+        return ["stamp: none (not built by `make gem5`; provenance records the binary's hash)"]
+    commit = st.get("base", "?")
+    lines = [f"stamp: gem5 {st.get('tag', '?')} ({commit[:12]}), series "
+             f"{st['series'][:16]}, built {st.get('built', '?')}",
+             f"stamp: compiler {st.get('compiler', '?')}; python {st.get('python', '?')}"]
+    if st.get("binary") != _sha256(gem5):
+        lines.append("stamp: WARNING: the binary's sha256 is not the stamped one "
+                     "(changed after the build)")
+    if st["series"] == series_hash():
+        lines.append("stamp: series matches the current gem5-patches/")
+    else:
+        now = set(series_lines())
+        was = {ln for k in ("base", "patch") for ln in
+               (f"{k} {v}" for v in st.get(k, "").splitlines())}
+        names = sorted({"BASE" if ln.startswith("base ") else ln.rsplit(" ", 1)[-1]
+                        for ln in now ^ was})
+        lines.append("stamp: series differs from the current gem5-patches/ ("
+                     + (", ".join(names) or "?") + "): `make gem5` builds the current one")
+    return lines
+
+
 def main() -> int:
     try:
         info = check()
     except Gem5Error as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"ok: gem5 {info['version']} ({', '.join(info['isas'])}) with vecscale patches")
+    print(f"ok: gem5 {info['version']} ({', '.join(info['isas'])}) with vecscale patches: "
+          f"{info['path']}")
+    for line in stamp_report(info["path"]):
+        print(line)
     return 0
 
 

@@ -5,7 +5,7 @@
     python -m sweeps.one paper-vl-scaled 8192 8 --binary vbench -- --op vfadd --dep chain
     make run-one UARCH=vitruvius-plus VLEN=2048 LANES=16 ARGS="--kernel fa-v ..."
 
-Everything is checked before gem5 starts (uarch file and point, GEM5, workload binary). The
+Everything is checked before gem5 starts (uarch file and point, gem5, workload binary). The
 run folder (results/one/<point>/) holds run.json, stats.txt, simout, simerr; the workload's
 JSON line and the ROI cycles are printed. Exit: the workload's exit code, 2 on bad input.
 """

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeps.gem5find import Gem5Error, find_gem5
 from sweeps.spec import (
     ATTN_KERNELS,
     AXIS_NAMES,
@@ -222,19 +223,20 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
     gem5_sha = patch_sha = None
     uarchs: dict[str, Any] = {}
     if spec.target == "gem5":
-        gem5 = os.environ.get("GEM5")
-        if not gem5:
+        try:
+            gem5: str | None = find_gem5()
+        except Gem5Error as e:
             if require_inputs:
-                raise SpecError(f"{shown}: target gem5: GEM5 is not set (export GEM5=path "
-                                "to a patched build/RISCV/gem5.opt)")
+                raise SpecError(f"{shown}: target gem5: {e}") from None
+            gem5 = None
             if gem5_sha_fallback:
                 gem5_sha = gem5_sha_fallback
-                plan.warnings.append("GEM5 is not set; using the gem5 binary hash recorded "
-                                     f"by the last run of this sweep ({gem5_sha[:12]})")
+                plan.warnings.append("no gem5 (GEM5 unset, no `make gem5` build); using the "
+                                     "gem5 binary hash recorded by the last run of this sweep "
+                                     f"({gem5_sha[:12]})")
             else:
-                plan.warnings.append("GEM5 is not set (path to a patched gem5.opt); ids "
-                                     "below use gem5 'unknown'")
-        else:
+                plan.warnings.append(f"{e}; ids below use gem5 'unknown'")
+        if gem5:
             gem5_sha = hashes.file(Path(gem5))
             if gem5_sha is None:
                 raise SpecError(f"GEM5={gem5}: no such file (expected a gem5.opt binary)")

@@ -4,8 +4,9 @@ SWEEP_ARGS ?=
 
 .PHONY: sweep plan sweep-status bench-driver sweep-schema
 
-# Runs the spec with its own target (a gem5 spec with GEM5 unset stops with a one-line
-# error), then the analysis report when the analysis package provides one.
+# Runs the spec with its own target (a gem5 spec with neither GEM5 nor a `make gem5` build
+# stops with a one-line error), then the analysis report when the analysis package provides
+# one.
 sweep: workloads
 	@$(PYTHON) -m sweeps run '$(SWEEP)' $(SWEEP_ARGS); rc=$$?; \
 	if [ $$rc -eq 2 ]; then exit 2; fi; \

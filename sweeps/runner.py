@@ -73,9 +73,13 @@ def command(run: dict[str, Any], rundir: str) -> tuple[list[str], str, str]:
         cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
         return ([qemu, "-cpu", cpu, wl["path"], *wl["args"]], _p(rundir, "stdout"),
                 _p(rundir, "stderr"))
-    gem5 = os.environ.get("GEM5")
-    if not gem5:
-        raise RuntimeError("GEM5 is not set (path to a patched gem5.opt)")
+    from sweeps.gem5find import Gem5Error, find_gem5  # gem5 runs only: start-up cost
+
+    try:
+        gem5 = find_gem5()  # cmd.sh exports the path the driver resolved
+    except Gem5Error as e:
+        raise RuntimeError(str(e)) from None
+    os.environ["GEM5"] = gem5  # what _stamp() reads for the provenance
     config = os.environ.get("VECSCALE_GEM5_CONFIG") or _p(REPO, "configs", "run.py")
     log = _p(rundir, "gem5.log")
     return gem5_argv(gem5, rundir, config), log, log
@@ -219,6 +223,7 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
             "workload_sha256": run["workload"].get("sha256"),
             "gem5_sha256": run.get("gem5_sha256"),
             "patches_sha256": run.get("patches_sha256"),
+            **_stamp(run),
             "host": os.uname().nodename,
             "python": sys.version.split()[0],
             "slurm_job_id": _slurm_id(),
@@ -229,6 +234,15 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
     write_json_atomic(_p(rundir, "status.json"), st)
     os.close(lock_fd)
     return 0 if status == "ok" else 1
+
+
+def _stamp(run: dict[str, Any]) -> dict[str, Any]:
+    """The gem5 build stamp's series hash and commit (gem5 runs; None without a stamp)."""
+    if run["target"] != "gem5":
+        return {}
+    from sweeps.gem5find import stamp_provenance
+
+    return stamp_provenance(os.environ.get("GEM5"))
 
 
 def _slurm_id() -> str | None:

@@ -4,7 +4,7 @@
 VLEN {512..8192} x lanes {8..64} x the shipped uarchs x ops x {chain, indep} x vl {max, half}
 and writes configs/data/vbench.csv (+ .md): measured steady-state cycles per instruction
 (the ROI cycles of a 100-iteration run minus those of a 20-iteration run, per instruction)
-beside the model's prediction. Needs GEM5 (a patched build).
+beside the model's prediction. Needs gem5: $GEM5, else the `make gem5` build.
 
 Predictions (one micro-op per instruction at e32/m1, see gem5-patches/README.md):
   latency L:  fixed      L = lat[class]                      (stock 6 when unlisted)
@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from sweeps.gem5find import Gem5Error, find_gem5
 from sweeps.one import simulate
 from sweeps.uarch import load_uarch, resolve
 
@@ -171,9 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path, default=DATA)
     ns = ap.parse_args(argv)
-    gem5 = os.environ.get("GEM5")
-    if not gem5:
-        print("error: GEM5 is not set (path to a patched gem5.opt)", file=sys.stderr)
+    try:
+        gem5 = find_gem5()
+    except Gem5Error as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     pts = points()
     with tempfile.TemporaryDirectory(prefix="vbench-") as tmp, \

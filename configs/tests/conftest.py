@@ -1,4 +1,4 @@
-"""gem5-side tests: skipped with a reason unless GEM5 points to a patched build."""
+"""gem5-side tests: skipped with a reason without a patched gem5 ($GEM5, else `make gem5`'s)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The patched timing models do what they say (needs GEM5; skipped with a reason without it).
+"""The patched timing models do what they say (needs gem5; skipped with a reason without it).
 
 Runs the vbench microbenchmark in gem5 on a sample of (uarch, VLEN, lanes) points and checks
 measured cycles per instruction against each model's formula (sweeps/vbench.py), and against
@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from sweeps import vbench
+
+pytestmark = pytest.mark.gem5
 
 SAMPLE = [
     ("paper-fixed", 512, 8), ("paper-fixed", 8192, 8),

@@ -22,8 +22,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("argv, needle", CASES)
-def test_bad_input_one_line(argv: list[str], needle: str) -> None:
+def test_bad_input_one_line(argv: list[str], needle: str, tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "GEM5"}
+    env["GEM5_BUILD_DIR"] = str(tmp_path / "no-build")  # not this machine's `make gem5` build
     proc = subprocess.run([sys.executable, "-m", "sweeps.one", *argv, "--", "--kernel", "fa-v"],
                           capture_output=True, text=True, env=env)
     lines = proc.stderr.strip().splitlines()

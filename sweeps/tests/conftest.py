@@ -128,8 +128,26 @@ class Fakes:
         return out
 
 
+def real_gem5() -> str | None:
+    """The gem5 the gem5-gated tests run on ($GEM5, else the `make gem5` build), looked up
+    with the real environment, before no_gem5_build() hides the build."""
+    from sweeps.gem5find import Gem5Error, find_gem5
+
+    try:
+        return find_gem5()
+    except Gem5Error:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def no_gem5_build(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+                  ) -> None:
+    """Tests that unset GEM5 must not find a real `make gem5` build of this machine."""
+    monkeypatch.setenv("GEM5_BUILD_DIR", str(tmp_path_factory.mktemp("no-gem5-build")))
+
+
 @pytest.fixture
-def fakes(tmp_path: Path) -> Fakes:
+def fakes(tmp_path: Path, no_gem5_build: None) -> Fakes:
     wl = tmp_path / "wl"
     wl.mkdir()
     for b in ("attention", "attention-scalar", "attention-fa-v", "attention-ggml-vec", "q8",

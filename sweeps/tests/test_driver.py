@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from sweeps.tests.conftest import ROOT, Fakes
+from sweeps.tests.conftest import ROOT, Fakes, real_gem5
 
 BUILD = ROOT / "workloads" / "build"
+REAL_GEM5 = real_gem5()
 
 
 def attn(**over: Any) -> dict[str, Any]:
@@ -279,13 +280,14 @@ def test_gem5_target_classification(fakes: Fakes) -> None:
     assert "not run yet" not in r.stdout and "gem5-error" in r.stdout, r.stdout
 
 
-@pytest.mark.skipif(not os.environ.get("GEM5"), reason="GEM5 not set (patched gem5.opt)")
+@pytest.mark.gem5
+@pytest.mark.skipif(REAL_GEM5 is None, reason="no gem5: GEM5 unset and no `make gem5` build")
 @pytest.mark.skipif(not (ROOT / "configs" / "run.py").exists(), reason="no configs/run.py")
 @pytest.mark.skipif(not (BUILD / "attention").exists(), reason="workloads not built")
 def test_real_gem5_tiny_run(fakes: Fakes) -> None:
     for k in ("VECSCALE_WORKLOADS", "VECSCALE_GEM5_CONFIG"):
         fakes.env.pop(k)
-    fakes.env["GEM5"] = os.environ["GEM5"]
+    fakes.env["GEM5"] = str(REAL_GEM5)
     spec = fakes.spec("g5real", target="gem5", axes={
         "uarch": ["vitruvius-plus"], "vlen": [512], "lanes": [8],
         "kernel": ["fa-v", "ggml-scalar"], "model": ["tinyllama-1.1b"],
