@@ -28,7 +28,7 @@ from .synth import OP_CLASSES, VEC_UNIT_CLASSES
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 3
+SCHEMA = 4
 
 SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
 #: column prefix -> the cache's stat group, tried in order: the standard library's board
@@ -285,6 +285,8 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     for k in ("max_abs_err", "max_rel_err"):
         row[k] = _num(result.get(k))
     row["pass"] = result.get("pass") if isinstance(result.get("pass"), bool) else None
+    # fa-v: the regime that ran (a packed request where VLMAX <= D runs blocked)
+    row["regime_run"] = result.get("regime") if isinstance(result.get("regime"), str) else None
     kernel = str(_pick("kernel", axes, result, default=""))
     row["workload"] = str(result.get("workload")
                           or ("q8" if kernel.startswith("q8") else "attention"))

@@ -140,13 +140,14 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
                                   "busy share)",
               "vl_fill": "Vector fill: active bits per arithmetic micro-op against VLEN "
                          "(elements per micro-op against VLMAX)",
+              "regimes": "fa-v's regimes side by side (ROI cycles; the fastest)",
               "layout_spread": "Memory-layout spread (the same runs under several stack "
                                "positions)",
               "host_cost": "Host cost per run (medians; to size sweeps)",
               "validation": "Workload self-checks (pass, max errors)"}
     for key, title in titles.items():
-        if key == "layout_spread" and tabs[key].empty:
-            continue  # only layout studies have it
+        if key in ("layout_spread", "regimes") and tabs[key].empty:
+            continue  # only layout and regime studies have them
         parts += [f"<h2>{esc(title)}</h2>", _html_table(tabs[key])]
     parts.append("<h2>Provenance</h2><table>")
     parts += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in facts]

@@ -348,6 +348,41 @@ def vl_fill_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(lead, kind="stable", na_position="first").reset_index(drop=True)
 
 
+#: what regime_table compares: fa-v's regimes, the rest of a point's axes held equal
+REGIME_KEYS = ["model", "phase", "n", "l", "vlen"]
+
+
+def regime_table(df: pd.DataFrame) -> pd.DataFrame:
+    """fa-v's regimes side by side (sweeps/regimes.yaml): per point (model, phase, size,
+    VLEN and any other axis the runs differ in), the ROI cycles of each regime the runs
+    asked for, the fastest, and how much faster it is than the blocked regime. A request
+    the workload ran as another regime (packed where VLMAX <= D runs blocked) is left out.
+    Empty without runs of two regimes."""
+    u = runs_once(usable(df))
+    if u.empty or "regime" not in u.columns or "kernel" not in u.columns:
+        return pd.DataFrame()
+    u = u[(u["kernel"] == "fa-v") & u["regime"].notna() & u["cycles"].notna()]
+    if "regime_run" in u.columns:
+        u = u[u["regime_run"].isna() | (u["regime_run"] == u["regime"])]
+    if u.empty or u["regime"].nunique() < 2:
+        return pd.DataFrame()
+    extra = [a for a in axis_columns(df) if a in u.columns and a not in REGIME_KEYS
+             and a not in ("regime", "kernel") and u[a].notna().any()
+             and u[a].astype(str).nunique() > 1]
+    keys = [a for a in REGIME_KEYS if a in u.columns and u[a].notna().any()] + extra
+    t = u.pivot_table(index=keys, columns="regime", values="cycles", aggfunc="min",
+                      dropna=False).dropna(how="all")
+    order = [r for r in ("blocked", "packed", "rows", "dot") if r in t.columns]
+    t = t[order + [c for c in t.columns if c not in order]]
+    best = t.idxmin(axis=1)
+    out = t.reset_index()
+    out.columns.name = None
+    out["best"] = best.to_numpy()
+    out["best_vs_blocked"] = (t["blocked"] / t.min(axis=1)).to_numpy() \
+        if "blocked" in t.columns else float("nan")
+    return out
+
+
 def layout_spread_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per point run under several stack positions (axis stack_shift, sweeps/layout.yaml):
     the cycles at shift 0, the fewest and most, and spread = most / fewest - 1. What the
@@ -478,6 +513,7 @@ def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "targets": targets_table(pc),
         "cycle_accounting": cycle_accounting_table(df),
         "vl_fill": vl_fill_table(df),
+        "regimes": regime_table(df),
         "layout_spread": layout_spread_table(df),
         "host_cost": host_cost_table(df),
         "validation": validation_table(df),

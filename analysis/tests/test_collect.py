@@ -324,3 +324,28 @@ def test_vl_fill_from_known_counts(tmp_path: Path) -> None:
     v = t.loc["ggml-vec"]
     assert v["vector_uops"] == 160 and v["elems_per_uop"] == pytest.approx(3260 / 160)
     assert v["arith_uops"] == 100 and v["fill_pct"] == pytest.approx(50.0)
+
+
+def test_regime_table_sets_regimes_side_by_side(tmp_path: Path) -> None:
+    """Cycles per regime at each point, the fastest, and its gain over blocked; a packed
+    request the workload ran blocked (VLMAX <= D) is left out, ggml runs are ignored."""
+    cycles = {(512, "blocked"): 1000, (512, "rows"): 500, (512, "packed"): 999,
+              (8192, "blocked"): 800, (8192, "rows"): 400, (8192, "packed"): 200}
+    for (vlen, regime), cyc in cycles.items():
+        ran = "blocked" if (vlen, regime) == (512, "packed") else regime
+        write_run(tmp_path, f"{regime}-{vlen}", {**attn_axes("fa-v", vlen, 8), "regime": regime},
+                  stats=synth.roi_stats_text(cyc, cyc // 2, filler=False),
+                  result={**attn_result("fa-v", vlen), "regime": ran})
+    write_run(tmp_path, "vec", attn_axes("ggml-vec", 512, 8),
+              stats=synth.roi_stats_text(3000, 1500, filler=False),
+              result=attn_result("ggml-vec", 512))
+    t = tables.regime_table(collect(tmp_path).df).set_index("vlen")
+    assert list(t.columns[-5:]) == ["blocked", "packed", "rows", "best", "best_vs_blocked"]
+    assert math.isnan(t.loc[512, "packed"]) and t.loc[8192, "packed"] == 200
+    assert t.loc[512, "best"] == "rows" and t.loc[512, "best_vs_blocked"] == 2.0
+    assert t.loc[8192, "best"] == "packed" and t.loc[8192, "best_vs_blocked"] == 4.0
+    only_vec = tmp_path / "vec-only"
+    write_run(only_vec, "vec", attn_axes("ggml-vec", 512, 8),
+              stats=synth.roi_stats_text(3000, 1500, filler=False),
+              result=attn_result("ggml-vec", 512))
+    assert tables.regime_table(collect(only_vec).df).empty

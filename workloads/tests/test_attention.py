@@ -9,7 +9,7 @@ from conftest import ROOT, VLENS, qemu_run
 
 MODELS = sorted(yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text()))
 KERNELS = ("ggml-scalar", "ggml-vec", "fa-v")
-PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}
+PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}  # n = 12: rows for G >= 6
 
 
 def check(args: list[str], vlen: int = 256, binary: str = "attention") -> dict:
@@ -21,6 +21,25 @@ def check(args: list[str], vlen: int = 256, binary: str = "attention") -> dict:
     return rec
 
 
+def auto_choice(model: str, phase: str, n_q: int, vlen: int) -> tuple[str, int, int]:
+    """What --regime auto and --lmul auto must pick (workloads/README.md): rows when a kv
+    head has >= 64 query rows, with the smallest LMUL whose VLMAX holds a 128-row strip
+    (strips of 128 rows, 64 when D > 64 at LMUL > 1);
+    else packed for MHA when D divides a VLMAX longer than D; else blocked; outside rows
+    the smallest LMUL whose VLMAX holds D (else 4). Returns (regime, lmul, strip)."""
+    m = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]
+    d, group = m["head_dim"], m["heads"] // m["kv_heads"]
+    if n_q * group >= 64:
+        lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= 128), 4)
+        strip = 64 if d > 64 and lmul > 1 else 128
+        return "rows", lmul, min(strip, vlen * lmul // 32)
+    lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= d), 4)
+    vlmax = vlen * lmul // 32
+    if group == 1 and vlmax > d and vlmax % d == 0:
+        return "packed", lmul, 0
+    return "blocked", lmul, 0
+
+
 @pytest.mark.parametrize("vlen", VLENS)
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("model", MODELS)
@@ -29,15 +48,25 @@ def test_models(kernel: str, model: str, phase: str, vlen: int) -> None:
     rec = check(["--kernel", kernel, "--model", model, "--phase", phase, *PHASES[phase]], vlen)
     assert rec["model"] == model and rec["kernel"] == kernel and rec["phase"] == phase
     assert rec["vlen"] == vlen
-    # default LMUL (auto): the smallest of 1, 2, 4 whose VLMAX holds D, else 4
-    head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["head_dim"]
-    lmul = next((m for m in (1, 2, 4) if vlen * m // 32 >= head_dim), 4)
-    assert rec["lmul"] == lmul
+    n_q = int(PHASES[phase][1]) if phase == "prefill" else 1
+    regime, lmul, strip = auto_choice(model, phase, n_q, vlen)
     if kernel == "fa-v":
-        # the default regime is blocked
-        assert rec["regime"] == "blocked" and rec["vlmax"] == vlen * lmul // 32
+        assert (rec["regime"], rec["lmul"], rec["strip"]) == (regime, lmul, strip)
+        assert rec["regime_asked"] == "auto" and rec["vlmax"] == vlen * lmul // 32
     else:
+        head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text()
+                                  )[model]["head_dim"]
+        assert rec["lmul"] == next((m for m in (1, 2, 4) if vlen * m // 32 >= head_dim), 4)
         assert rec["regime"] == "row"
+
+
+@pytest.mark.parametrize("vlen", (128, 1024))
+@pytest.mark.parametrize("n", (12, 40))
+@pytest.mark.parametrize("model", MODELS)
+def test_fav_auto_prefill(model: str, n: int, vlen: int) -> None:
+    """Prefill sizes on both sides of the rows threshold (n x G >= 64 rows per kv head)."""
+    rec = check(["--kernel", "fa-v", "--model", model, "--n", str(n)], vlen)
+    assert (rec["regime"], rec["lmul"], rec["strip"]) == auto_choice(model, "prefill", n, vlen)
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -130,11 +159,28 @@ def test_fav_tunables(model: str, tun: list[str], vlen: int) -> None:
     ("pythia-410m", 16, 64),      # 4 KiB: 16 keys is the floor; 128 keys = 512 KiB
 ])
 def test_fav_block_c_auto(model: str, decode_bc: int, prefill_bc: int) -> None:
-    """--block-c auto (the default): the K^T block fits the 64 KiB L1D in decode, 128 keys
-    in prefill unless that block exceeds four L1Ds (results/reference-block-c)."""
-    base = ["--kernel", "fa-v", "--model", model]
+    """--block-c auto (the default), blocked regime: the K^T block fits the 64 KiB L1D in
+    decode, 128 keys in prefill unless that block exceeds four L1Ds
+    (results/reference-block-c)."""
+    base = ["--kernel", "fa-v", "--model", model, "--regime", "blocked"]
     assert check([*base, "--phase", "decode", "--l", "40"], 512)["block_c"] == decode_bc
     assert check([*base, "--n", "20", "--block-c", "auto"], 512)["block_c"] == prefill_bc
+
+
+@pytest.mark.parametrize("strip", ["1", "7", "48", "65536"])
+@pytest.mark.parametrize("model", ["llama-3.2-3b", "pythia-410m"])
+def test_fav_rows_strip(model: str, strip: str) -> None:
+    """--strip N: rows per strip below VLMAX (odd, not dividing the rows), or capped at it."""
+    rec = check(["--kernel", "fa-v", "--model", model, "--n", "21", "--lmul", "4",
+                 "--regime", "rows", "--strip", strip], vlen=1024)
+    assert rec["strip"] == min(int(strip), rec["vlmax"])
+
+
+@pytest.mark.parametrize("bad", ["0", "x7", "65537", ""])
+def test_fav_strip_rejects(bad: str) -> None:
+    r = qemu_run("attention", ["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "4",
+                               "--regime", "rows", "--strip", bad], vlen=512)
+    assert r.rc == 2 and "--strip: expected auto or an integer" in r.stderr
 
 
 @pytest.mark.parametrize("bad", ["0", "x7", "65537", ""])

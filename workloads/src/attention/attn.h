@@ -22,6 +22,7 @@ typedef struct {
     int r;                /* fa-v packed regime: registers of packed heads per iteration */
     int lmul;             /* 1, 2 or 4 (0 = auto): register grouping for ggml-vec and fa-v */
     int regime;           /* fa-v: FAV_AUTO or one of FAV_BLOCKED .. FAV_DOT */
+    int strip;            /* fa-v rows regime: query rows per strip, <= VLMAX (0 = auto) */
 } attn_tunables;
 
 /* One past the last key that query token i may see. */
@@ -52,7 +53,8 @@ typedef struct {
                        packed, one per head when blocked) */
     float *sc;      /* blocked regime: scores of one key block for an unrolled head group */
     float *kt;      /* blocked regime: the key block transposed, [kv head][D][block_c] */
-    float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][VLMAX] */
+    int strip;      /* rows regime: query rows per strip (the vector length), <= VLMAX */
+    float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][strip] */
     int *lim;       /* rows regime: one past the last key each row of the strip sees */
     int n_regs;     /* packed regime: registers needed for the heads of one token */
     int *seg;       /* packed: (kv head, number of query heads) per segment of a register */

@@ -45,12 +45,44 @@ static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
 #include "attention/each_lmul.h"
 #undef LMUL_IMPL
 
+/* --regime auto, from gem5 (sweeps/regimes.yaml: four models, prefill N = 128 and decode
+ * L = 512, 512-8192 bit, constant latency; workloads/README.md): rows whenever a kv head
+ * has enough query rows to fill a strip (it won every prefill point, by 1.6-3.3x over
+ * blocked, and lost every decode point, where a kv head has only G rows); in decode,
+ * packed for MHA where D divides a longer VLMAX (Pythia, 4096 and 8192 bit), else blocked
+ * (packing's replicated kv rows lost to K^T scores for every GQA model). */
+#define ROWS_AUTO_MIN_ROWS 64
+static int fav_auto_regime(const attn_problem *p, const attn_tunables *t) {
+    const int D = p->head_dim, G = p->heads / p->kv_heads;
+    if (p->n_q * G >= ROWS_AUTO_MIN_ROWS) return FAV_ROWS;
+    const int vm = attn_vlmax_e32(t->lmul ? t->lmul : attn_auto_lmul(D));
+    if (p->kv_heads == p->heads && vm > D && vm % D == 0) return FAV_PACKED;
+    return FAV_BLOCKED;
+}
+
+/* Rows regime: query rows per strip when not given. Longer strips fill longer vectors,
+ * but a strip's Q^T and O^T (D x strip fp32 each) and key block of probabilities leave
+ * the 64 KiB L1D beyond 128 rows. gem5, paper-fixed, prefill N = 128, ROI cycles of
+ * strips of 64 / 128 / 256 rows at 8192 bit: TinyLlama (D = 64) 4.46M / 3.34M / 4.03M,
+ * Qwen2.5 3B (D = 128) 3.97M / 3.76M / 4.46M. With LMUL > 1 (fewer keys' scores in
+ * registers, so Q^T is read more often) D = 128 wants 64 rows: at 2048 bit, LMUL 2,
+ * 4.07M against 4.47M (workloads/README.md has the whole table). */
+#define ROWS_AUTO_STRIP 128
+#define ROWS_AUTO_STRIP_WIDE_D 64
+/* Rows regime, --lmul auto: the vector length that matters is the strip's, not D, so the
+ * smallest LMUL whose VLMAX holds a whole auto strip (else 4). */
+static int fav_rows_lmul(void) {
+    return attn_vlmax_e32(1) >= ROWS_AUTO_STRIP ? 1 : attn_vlmax_e32(2) >= ROWS_AUTO_STRIP ? 2 : 4;
+}
+
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
     *c = (fav_ctx){.p = p, .t = *t};
+    if (c->t.regime == FAV_AUTO) c->t.regime = fav_auto_regime(p, t);
+    if (c->t.lmul == 0) c->t.lmul = c->t.regime == FAV_ROWS ? fav_rows_lmul() : attn_auto_lmul(D);
+    t = &c->t; /* below, the resolved tunables */
     c->vlmax = attn_vlmax_e32(t->lmul);
-    /* auto = blocked: with K^T scores it measured faster than packing in gem5 at every
-     * VLEN (workloads/README.md); packing is used only when asked for and possible */
+    /* packing only where possible (VLMAX > D, D | VLMAX); otherwise blocked */
     c->packed = t->regime == FAV_PACKED && c->vlmax > D && c->vlmax % D == 0;
     c->pack = c->packed ? c->vlmax / D : 1;
     c->rows = t->regime == FAV_ROWS;
@@ -66,7 +98,11 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
         /* Key block: its probabilities (block_c x VLMAX fp32) are read once per RD
          * dimensions of O^T, so they should stay in the L1D. */
         if (t->block_c_auto) c->t.block_c = ROWS_AUTO_BLOCK_C;
-        const size_t VLM = (size_t)c->vlmax;
+        const int want = t->strip > 0                   ? t->strip
+                         : D > 64 && t->lmul > 1 ? ROWS_AUTO_STRIP_WIDE_D
+                                                 : ROWS_AUTO_STRIP;
+        c->strip = want < c->vlmax ? want : c->vlmax;
+        const size_t VLM = (size_t)c->strip;
         c->m = malloc(VLM * sizeof(float));
         c->s = malloc(VLM * sizeof(float));
         c->sc = malloc((size_t)c->t.block_c * VLM * sizeof(float));

@@ -39,7 +39,7 @@
 __attribute__((noinline)) static void FN(fav_rows_in)(const fav_ctx *c, int g, int r0, int nr) {
     const attn_problem *p = c->p;
     const int H = p->heads, D = p->head_dim, G = H / p->kv_heads;
-    const size_t VLM = (size_t)c->vlmax;
+    const size_t VLM = (size_t)c->strip;
     for (int r = 0; r < nr; r++) {
         const int t = (r0 + r) / G, u = (r0 + r) % G;
         const float *q = p->q + ((size_t)t * H + (size_t)g * G + u) * D;
@@ -58,7 +58,7 @@ __attribute__((noinline)) static void FN(fav_rows_in)(const fav_ctx *c, int g, i
 __attribute__((noinline)) static void FN(fav_rows_out)(const fav_ctx *c, int g, int r0, int nr) {
     const attn_problem *p = c->p;
     const int H = p->heads, D = p->head_dim, G = H / p->kv_heads;
-    const size_t VLM = (size_t)c->vlmax;
+    const size_t VLM = (size_t)c->strip;
     for (int r = 0; r < nr; r++) {
         const int t = (r0 + r) / G, u = (r0 + r) % G;
         float *o = p->o + ((size_t)t * H + (size_t)g * G + u) * D;
@@ -78,7 +78,7 @@ __attribute__((noinline)) static void FN(fav_rows_blk)(const fav_ctx *c, int g, 
                                                        int j0, int j1, int full, int first) {
     const attn_problem *p = c->p;
     const int D = p->head_dim;
-    const size_t kv_row = (size_t)p->kv_heads * D, VLM = (size_t)c->vlmax;
+    const size_t kv_row = (size_t)p->kv_heads * D, VLM = (size_t)c->strip;
     const size_t vl = SETVL((size_t)nr);
     const float *kg = p->k + (size_t)g * D, *vg = p->v + (size_t)g * D;
     float *pb = c->sc;
@@ -154,7 +154,7 @@ __attribute__((noinline)) static void FN(fav_rows_blk)(const fav_ctx *c, int g, 
 
 static void FN(fav_rows)(const fav_ctx *c) {
     const attn_problem *p = c->p;
-    const int G = p->heads / p->kv_heads, nrows = p->n_q * G, VLM = c->vlmax;
+    const int G = p->heads / p->kv_heads, nrows = p->n_q * G, VLM = c->strip;
     const int BK = c->t.block_c;
     for (int g = 0; g < p->kv_heads; g++) {
         for (int r0 = 0; r0 < nrows; r0 += VLM) {

@@ -259,6 +259,15 @@ int main(int argc, char **argv) {
                : !strcmp(regime_arg, "rows") ? FAV_ROWS
                : !strcmp(regime_arg, "dot") ? FAV_DOT : FAV_AUTO;
     t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
+    const char *strip_arg = arg_str(&a, "strip", "auto");
+    if (!strcmp(strip_arg, "auto")) t.strip = 0;
+    else {
+        char *end = NULL;
+        const long sv = strtol(strip_arg, &end, 10);
+        if (end == strip_arg || *end || sv < 1 || sv > (1 << 16))
+            die_arg("--strip: expected auto or an integer in [1, 65536], got '%s'", strip_arg);
+        t.strip = (int)sv;
+    }
     t.r = (int)arg_long(&a, "r", 4, 1, 4);
     /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
     const char *lmul_arg = arg_str(&a, "lmul", "auto");
@@ -298,19 +307,21 @@ int main(int argc, char **argv) {
     }
 
 #if VLSCALE_VECTOR
-    if (t.lmul == 0) t.lmul = attn_auto_lmul(head_dim);
+    if (t.lmul == 0 && kid != 2) t.lmul = attn_auto_lmul(head_dim); /* fa-v: per regime */
 #else
     if (t.lmul == 0) t.lmul = 1; /* no vector code: nothing to choose */
 #endif
     const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
-    int vlmax = 0, pack = 1, step = 1, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
+    int vlmax = 0, pack = 1, step = 1, strip = 0, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
 #if ATTN_HAS_FAV
     fav_ctx fc;
     if (kid == 2) {
         if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
         regime = fc.rows ? "rows" : fc.dot ? "dot" : fc.packed ? "packed" : "blocked";
+        t.lmul = fc.t.lmul; /* as the regime resolved it */
         t.block_c = fc.t.block_c; /* as the regime resolved it */
         vlmax = fc.vlmax;
+        strip = fc.rows ? fc.strip : 0;
         pack = fc.pack;
         r_eff = fc.t.r; /* capped by the register file and the number of heads */
         u_eff = fc.t.unroll; /* capped by the register file */
@@ -371,7 +382,9 @@ int main(int argc, char **argv) {
     json_int("r", r_eff);
     json_int("lmul", t.lmul);
     json_str("regime", regime);
+    json_str("regime_asked", kid == 2 ? regime_arg : "row");
     json_int("vlmax", vlmax);
+    json_int("strip", strip);
     json_int("pack", pack);
     json_int("heads_per_step", step);
     json_errors(&e);
