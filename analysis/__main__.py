@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from .report import make_report
 
-            out, notes = make_report(root)
+            out, notes = make_report(root, use_cache=not args.no_cache)
             for n in notes:
                 print(f"note: figure skipped: {n}")
             print(f"wrote {out}")

@@ -3,7 +3,8 @@
 Each run folder results/<sweep>/runs/<id>/ holds run.json, status.json and, for gem5 runs,
 stats.txt; result.json holds the workload's JSON line. The table is cached as
 results/<sweep>/collected.csv and refreshed incrementally: a run is parsed again only when it
-is new or its status.json changed (key: run id + status.json mtime).
+is new or any file its row is read from changed (key: run id + size and mtime of
+status.json, run.json, result.json and the stats file).
 
 Formulas of the derived metrics are in analysis/README.md.
 """
@@ -28,7 +29,7 @@ from .synth import OP_CLASSES, VEC_UNIT_CLASSES
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 4
+SCHEMA = 5
 
 SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
 #: column prefix -> the cache's stat group, tried in order: the standard library's board
@@ -321,11 +322,27 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     return row
 
 
+#: every file a run's row is read from: the cache key covers each one's size and mtime
+KEY_FILES = ("status.json", "run.json", "result.json", "stats.txt", ROI_ONLY_STATS)
+
+
 def _status_key(run_dir: Path) -> str:
-    try:
-        return str((run_dir / "status.json").stat().st_mtime_ns)
-    except OSError:
-        return ""
+    """The run's cache key: size and mtime of each file its row is read from ("" without a
+    status.json: never cached), so that a rewritten, truncated or deleted stats or result
+    file is parsed again, not only a changed status."""
+    parts = []
+    for name in KEY_FILES:
+        try:
+            st = (run_dir / name).stat()
+        except FileNotFoundError:
+            if name == "status.json":
+                return ""
+            parts.append(f"{name}:-")
+        except OSError:
+            return ""
+        else:
+            parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
 
 
 def _load_cache(path: Path) -> pd.DataFrame | None:

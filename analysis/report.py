@@ -70,7 +70,7 @@ def provenance(root: Path, df_uarch: list[Any] | None = None
             obj = json.loads(pj.read_text())
             sources.append(obj)
             pj_text = json.dumps(obj, indent=2, sort_keys=True)
-        except (json.JSONDecodeError, OSError):
+        except (ValueError, OSError):  # UnicodeDecodeError too
             pj_text = "provenance.json is not valid JSON"
     run_prov: dict[str, Any] = {}
     runs = root / "runs"
@@ -78,7 +78,7 @@ def provenance(root: Path, df_uarch: list[Any] | None = None
         for st in sorted(runs.glob("*/status.json"))[:50]:
             try:
                 p = json.loads(st.read_text()).get("provenance")
-            except (json.JSONDecodeError, OSError, AttributeError):
+            except (ValueError, OSError, AttributeError):
                 continue
             if isinstance(p, dict) and any(v is not None for v in p.values()):
                 run_prov = p
@@ -87,7 +87,7 @@ def provenance(root: Path, df_uarch: list[Any] | None = None
         for rj in sorted(runs.glob("*/run.json"))[:1]:
             try:
                 sources.append(json.loads(rj.read_text()))
-            except (json.JSONDecodeError, OSError):
+            except (ValueError, OSError):  # UnicodeDecodeError too
                 pass
     facts = []
     for label, names in PROVENANCE_KEYS:
@@ -157,10 +157,10 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
     return "\n".join(parts)
 
 
-def make_report(results_dir: str | Path) -> tuple[Path, list[str]]:
+def make_report(results_dir: str | Path, use_cache: bool = True) -> tuple[Path, list[str]]:
     """Collect, write tables and figures, and write report.html; returns (path, notes)."""
     root = Path(results_dir)
-    df = collect(root).df
+    df = collect(root, use_cache=use_cache).df
     tabs = tables.all_tables(df)
     for name, t in tabs.items():
         tables.write_table(t, root / "tables", name)

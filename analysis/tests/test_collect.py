@@ -349,3 +349,24 @@ def test_regime_table_sets_regimes_side_by_side(tmp_path: Path) -> None:
               stats=synth.roi_stats_text(3000, 1500, filler=False),
               result=attn_result("ggml-vec", 512))
     assert tables.regime_table(collect(only_vec).df).empty
+
+
+@pytest.mark.parametrize("name, damage", [
+    ("stats.txt", lambda p: p.write_text(p.read_text()[:40])),          # truncated
+    ("stats.txt", lambda p: p.unlink()),                                 # deleted
+    ("result.json", lambda p: p.write_bytes(b"\xff\xfe garbage")),      # not JSON
+    ("run.json", lambda p: p.write_text("{")),                           # cut short
+])
+def test_cache_notices_a_damaged_file(sweep: Path, name: str, damage) -> None:
+    """A run whose stats, result or run file changed after it was cached is parsed again
+    (its status.json untouched, with its old mtime), and shows up as not usable."""
+    assert collect(sweep).parsed == 14
+    d = sweep / "runs" / "fav-1024-16"
+    assert _row(collect(sweep).df, "fav-1024-16")["usable"]
+    st = (d / "status.json").stat()
+    damage(d / name)
+    os.utime(d / "status.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = collect(sweep)
+    assert again.parsed == 1 and again.reused == 13
+    r = _row(again.df, "fav-1024-16")
+    assert not r["usable"] and name in r["analysis_error"]

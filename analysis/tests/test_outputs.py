@@ -179,3 +179,16 @@ def test_planner_shaped_grid(tmp_path: Path) -> None:
     assert set(fill.loc[fill["timing_model"] == "lanes", "runs"]) == {2}
     assert (fill["fill_pct"] == 100 * 16 * 32 / fill["vlen"]).all()
     assert (fill["elems_per_uop"] == 190 / 40).all()  # memory micro-ops counted here
+
+
+@pytest.mark.parametrize("name", ["status.json", "run.json"])
+def test_report_survives_a_non_utf8_file_in_the_first_run(sweep: Path, name: str) -> None:
+    """The run that provenance() reads first has a file that is not UTF-8: the report is
+    still written, and that run is reported not usable, with its file named."""
+    first = sorted((sweep / "runs").iterdir())[0]
+    (first / name).write_bytes(b"\xff\xfe\x00 not text")
+    out, _ = make_report(sweep, use_cache=False)
+    assert out.exists()
+    df = collect(sweep, use_cache=False).df
+    row = df[df["id"] == first.name].iloc[0]
+    assert not row["usable"] and name in row["analysis_error"]
