@@ -9,7 +9,7 @@ export GEM5
 help:
 	@echo "make setup        install toolchains (Debian) and Python deps (PyPI); idempotent"
 	@echo "make test         run the whole test suite (pytest)"
-	@echo "make test-gem5    run only the gem5-gated tests (about 25 min on 2 cores)"
+	@echo "make test-gem5    run only the gem5-gated tests (slow: tens of minutes on 2 cores)"
 	@echo "make workloads    cross-compile the RVV workloads into workloads/build/"
 	@echo "make gem5         build the patched RISCV gem5.opt (GEM5_SRC=<gem5 clone>; ~1.5 h on 2 cores)"
 	@echo "make sweep        run a sweep (SWEEP=smoke by default) and its analysis"

@@ -1,7 +1,7 @@
 """The kernels complete in gem5 with their self-checks passing (needs gem5).
 
 TinyLlama, prefill N = 64 and decode L = 256, at VLEN 512 and 8192, under every timing
-model. Slow (seconds to two minutes per run on 2 cores, about 17 minutes in all): runs only
+model. Slow (seconds to several minutes per run on 2 cores; the total is not measured): runs only
 with a patched gem5 ($GEM5, else the `make gem5` build).
 """
 
