@@ -355,15 +355,17 @@ REGIME_KEYS = ["model", "phase", "n", "l", "vlen"]
 def regime_table(df: pd.DataFrame) -> pd.DataFrame:
     """fa-v's regimes side by side (sweeps/regimes.yaml): per point (model, phase, size,
     VLEN and any other axis the runs differ in), the ROI cycles of each regime the runs
-    asked for, the fastest, and how much faster it is than the blocked regime. A request
-    the workload ran as another regime (packed where VLMAX <= D runs blocked) is left out.
-    Empty without runs of two regimes."""
+    asked for, the fastest (`best`), and how much faster it is than the blocked regime. A
+    request the workload ran as another regime (packed where VLMAX <= D runs blocked) is
+    left out, except `auto`: its column holds what auto ran, `auto_ran` names it and
+    `auto_vs_best` = auto cycles / best cycles (1 when auto picked the fastest). Empty
+    without runs of two regimes."""
     u = runs_once(usable(df))
     if u.empty or "regime" not in u.columns or "kernel" not in u.columns:
         return pd.DataFrame()
     u = u[(u["kernel"] == "fa-v") & u["regime"].notna() & u["cycles"].notna()]
     if "regime_run" in u.columns:
-        u = u[u["regime_run"].isna() | (u["regime_run"] == u["regime"])]
+        u = u[u["regime_run"].isna() | (u["regime_run"] == u["regime"]) | (u["regime"] == "auto")]
     if u.empty or u["regime"].nunique() < 2:
         return pd.DataFrame()
     extra = [a for a in axis_columns(df) if a in u.columns and a not in REGIME_KEYS
@@ -372,14 +374,21 @@ def regime_table(df: pd.DataFrame) -> pd.DataFrame:
     keys = [a for a in REGIME_KEYS if a in u.columns and u[a].notna().any()] + extra
     t = u.pivot_table(index=keys, columns="regime", values="cycles", aggfunc="min",
                       dropna=False).dropna(how="all")
-    order = [r for r in ("blocked", "packed", "rows", "dot") if r in t.columns]
+    order = [r for r in ("auto", "blocked", "packed", "rows", "dot") if r in t.columns]
     t = t[order + [c for c in t.columns if c not in order]]
-    best = t.idxmin(axis=1)
+    named = t.drop(columns=["auto"], errors="ignore")
+    if named.empty or named.shape[1] == 0:
+        return pd.DataFrame()
+    best = named.idxmin(axis=1)
     out = t.reset_index()
     out.columns.name = None
     out["best"] = best.to_numpy()
-    out["best_vs_blocked"] = (t["blocked"] / t.min(axis=1)).to_numpy() \
+    out["best_vs_blocked"] = (t["blocked"] / named.min(axis=1)).to_numpy() \
         if "blocked" in t.columns else float("nan")
+    if "auto" in t.columns and "regime_run" in u.columns:
+        ran = u[u["regime"] == "auto"].groupby(keys, dropna=False)["regime_run"].first()
+        out["auto_ran"] = ran.reindex(t.index).to_numpy()
+        out["auto_vs_best"] = (t["auto"] / named.min(axis=1)).to_numpy()
     return out
 
 

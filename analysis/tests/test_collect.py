@@ -339,8 +339,16 @@ def test_regime_table_sets_regimes_side_by_side(tmp_path: Path) -> None:
     write_run(tmp_path, "vec", attn_axes("ggml-vec", 512, 8),
               stats=synth.roi_stats_text(3000, 1500, filler=False),
               result=attn_result("ggml-vec", 512))
+    for vlen, ran in ((512, "rows"), (8192, "blocked")):  # auto: 8192 picked the slower
+        cyc = cycles[(vlen, ran)]
+        write_run(tmp_path, f"auto-{vlen}", {**attn_axes("fa-v", vlen, 8), "regime": "auto"},
+                  stats=synth.roi_stats_text(cyc, cyc // 2, filler=False),
+                  result={**attn_result("fa-v", vlen), "regime": ran})
     t = tables.regime_table(collect(tmp_path).df).set_index("vlen")
-    assert list(t.columns[-5:]) == ["blocked", "packed", "rows", "best", "best_vs_blocked"]
+    assert list(t.columns[-8:]) == ["auto", "blocked", "packed", "rows", "best",
+                                    "best_vs_blocked", "auto_ran", "auto_vs_best"]
+    assert t.loc[512, "auto_ran"] == "rows" and t.loc[512, "auto_vs_best"] == 1.0
+    assert t.loc[8192, "auto_ran"] == "blocked" and t.loc[8192, "auto_vs_best"] == 4.0
     assert math.isnan(t.loc[512, "packed"]) and t.loc[8192, "packed"] == 200
     assert t.loc[512, "best"] == "rows" and t.loc[512, "best_vs_blocked"] == 2.0
     assert t.loc[8192, "best"] == "packed" and t.loc[8192, "best_vs_blocked"] == 4.0
