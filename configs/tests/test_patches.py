@@ -43,7 +43,7 @@ def test_patches_are_mail_format_and_touch_only_sources() -> None:
             assert "GIT binary patch" not in text
 
 
-def test_series_applies_with_git_am() -> None:
+def test_series_applies_with_git_am(tmp_path: Path) -> None:
     src = os.environ.get("GEM5_SRC")
     if not src:
         pytest.skip("set GEM5_SRC to a gem5 git checkout to test `git am` of the series")
@@ -51,8 +51,9 @@ def test_series_applies_with_git_am() -> None:
         line.split("=", 1) for line in (PATCHES / "BASE").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    # Apply to a throw-away index of the base commit: no work tree is touched.
-    env = {**os.environ, "GIT_INDEX_FILE": str(Path(src) / ".git" / "vecscale-test-index")}
+    # Apply to a throw-away index of the base commit: no work tree is touched, and a bare
+    # mirror works as well as a clone.
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "vecscale-test-index")}
     subprocess.run(["git", "-C", src, "read-tree", base["commit"]], env=env, check=True)
     try:
         proc = subprocess.run(
