@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -96,6 +97,11 @@ def _largest_size(tp: pd.DataFrame, phase: str) -> tuple[pd.DataFrame, str]:
         return tp, ""
     size = tp[col].max()
     return tp[tp[col] == size], f" {col.upper()} = {int(size)}"
+
+
+def _model_phase_grid(rows: int, cols: int) -> tuple[plt.Figure, Any]:
+    """One panel per model (rows) and phase (columns)."""
+    return plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
 
 
 def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -252,8 +258,7 @@ def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     models = sorted(pd.unique(u["model"])) if "model" in u.columns else [None]
     phases = [p for p in ("prefill", "decode") if p in set(u.get("phase", []))] or [None]
     with plt.rc_context(STYLE):
-        fig, axs = plt.subplots(len(models), len(phases),
-                                figsize=(4.2 * len(phases), 3.2 * len(models)), squeeze=False)
+        fig, axs = _model_phase_grid(len(models), len(phases))
         for i, model in enumerate(models):
             for j, phase in enumerate(phases):
                 ax = axs[i][j]
@@ -314,8 +319,7 @@ def vl_fill(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     phases = [p for p in ("prefill", "decode") if p in set(t["phase"])]
     kernels = sorted(pd.unique(t["kernel"]))
     with plt.rc_context(STYLE):
-        fig, axs = plt.subplots(len(models), len(phases),
-                                figsize=(4.2 * len(phases), 3.2 * len(models)), squeeze=False)
+        fig, axs = _model_phase_grid(len(models), len(phases))
         for i, model in enumerate(models):
             for j, phase in enumerate(phases):
                 ax = axs[i][j]
