@@ -91,9 +91,10 @@ def test_cycles_do_not_depend_on_the_command_lines_length(gem5: dict, tmp_path) 
 
 @pytest.mark.parametrize("vlen", [2048, 4096, 8192])
 @pytest.mark.parametrize("regime, phase", [
-    ("rows", ["--phase", "prefill", "--n", "40"]),   # strips of 256 rows at 8192 bits
+    ("rows", ["--phase", "prefill", "--n", "40"]),   # 320 rows per kv head, strips of 128
     ("dot", ["--phase", "decode", "--l", "200"]),
     ("blocked", ["--phase", "prefill", "--n", "40"]),
+    ("packed", ["--phase", "decode", "--l", "200"]),  # 4096 and 8192 bit; 2048 runs blocked
 ])
 def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: list[str],
                                      vlen: int) -> None:
@@ -107,5 +108,9 @@ def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: l
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
-    assert rec["pass"] is True and rec["regime"] == regime and rec["vlen"] == vlen
-    assert rec["vlmax"] == vlen // 32  # LMUL 1: D = 64 fits from 2048 bits on
+    ran = "blocked" if regime == "packed" and vlen == 2048 else regime  # VLMAX = D there
+    assert rec["pass"] is True and rec["regime"] == ran and rec["vlen"] == vlen
+    if regime == "rows":  # LMUL: the smallest whose VLMAX holds a strip of 128 rows
+        assert rec["vlmax"] == max(128, vlen // 32) and rec["strip"] == 128
+    else:
+        assert rec["vlmax"] == vlen // 32  # LMUL 1: D = 64 fits from 2048 bits on
