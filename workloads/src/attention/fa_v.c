@@ -47,7 +47,7 @@ static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
 
 /* --regime auto, from gem5 (sweeps/regimes.yaml: four models, prefill N = 128 and decode
  * L = 512, 512-8192 bit, constant latency; workloads/README.md): rows whenever a kv head
- * has enough query rows to fill a strip (it won every prefill point, by 1.6-3.3x over
+ * has enough query rows to fill a strip (it won every prefill point, by 1.6-2.3x over
  * blocked, and lost every decode point, where a kv head has only G rows); in decode,
  * packed for MHA where D divides a longer VLMAX (Pythia, 4096 and 8192 bit), else blocked
  * (packing's replicated kv rows lost to K^T scores for every GQA model). */
