@@ -254,3 +254,50 @@ def test_fav_register_file_caps(lmul: int, r: int, unroll: int) -> None:
                      "--lmul", str(lmul), "--unroll", "8"], 128)
     assert blocked["regime"] == "blocked" and blocked["unroll"] == unroll
     assert blocked["heads_per_step"] == unroll
+
+
+# Tile transposes (fa_v_tile.h): D a power of two, >= 8; rows per tile = 8 x VLEN/32 / D.
+TILE_SHAPES = SHAPES + [(8, 8, 128), (6, 1, 64), (4, 4, 48)]  # D = 48: no tile possible
+
+
+def tile_rows(head_dim: int, vlen: int) -> int:
+    ok = head_dim >= 8 and head_dim & (head_dim - 1) == 0
+    return 8 * (vlen // 32) // head_dim if ok else 0
+
+
+@pytest.mark.parametrize("vlen", (128, 512, 1024))
+@pytest.mark.parametrize("shape", TILE_SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
+def test_fav_tile_transposes(shape: tuple[int, int, int], vlen: int) -> None:
+    """--transpose tile: the rows regime's Q^T / O^T and the blocked regime's K^T by tiles
+    in registers wherever D allows (any rows per tile), with strips, key blocks and N not
+    multiples of a tile; D = 48 falls back to strided transposes and says so."""
+    heads, kv_heads, head_dim = shape
+    base = ["--kernel", "fa-v", "--heads", str(heads), "--kv-heads", str(kv_heads),
+            "--head-dim", str(head_dim), "--transpose", "tile"]
+    tr = tile_rows(head_dim, vlen)
+    for extra in (["--regime", "rows", "--n", "23", "--strip", "13", "--block-c", "9"],
+                  ["--regime", "rows", "--n", "19", "--lmul", "4"],
+                  ["--regime", "blocked", "--n", "21", "--block-c", "11"],
+                  ["--regime", "blocked", "--phase", "decode", "--l", "75"]):
+        rec = check(base + extra, vlen)
+        assert (rec["transpose"], rec["tile_rows"]) == (("tile", tr) if tr else ("strided", 0))
+
+
+@pytest.mark.parametrize("vlen,transpose,tiles", [
+    (512, "auto", False),    # D = 64: 2 rows per tile, strided is cheaper
+    (1024, "auto", True),    # 4 rows per tile
+    (1024, "strided", False),
+    (512, "tile", True),
+])
+def test_fav_transpose_auto(vlen: int, transpose: str, tiles: bool) -> None:
+    """--transpose auto takes tiles from 4 rows per tile (FAV_TILE_MIN_ROWS); the packed and
+    dot regimes make no transposed copy at all."""
+    for regime in ("rows", "blocked"):
+        rec = check(["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "20",
+                     "--regime", regime, "--transpose", transpose], vlen)
+        assert rec["transpose"] == ("tile" if tiles else "strided")
+        assert rec["tile_rows"] == (tile_rows(64, vlen) if tiles else 0)
+    for regime in ("dot", "packed"):
+        rec = check(["--kernel", "fa-v", "--model", "pythia-410m", "--phase", "decode",
+                     "--l", "20", "--regime", regime, "--lmul", "4", "--transpose", "tile"], 1024)
+        assert rec["transpose"] == "none"

@@ -51,6 +51,12 @@ DUMP_CASES = [
     ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "300", "--regime", "dot",
               "--block-c", "37"], 512),
     ("fa-v", ["--model", "qwen2.5-3b", "--n", "30", "--regime", "dot"], 128),  # D > VLMAX
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "37", "--regime", "rows", "--transpose",
+              "tile", "--strip", "29"], 1024),  # tiles of 4 rows, a partial last tile
+    ("fa-v", ["--model", "qwen2.5-3b", "--n", "21", "--regime", "blocked", "--transpose",
+              "tile", "--block-c", "13"], 512),  # K^T by tiles of one row (D = 128)
+    ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "90", "--regime",
+              "blocked", "--transpose", "tile"], 1024),
 ]
 
 
@@ -101,6 +107,8 @@ def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int)
     ("fa-v", 1024, ["--lmul", "4", "--regime", "packed"]),
     ("fa-v", 1024, ["--lmul", "4", "--regime", "rows"]),
     ("fa-v", 512, ["--regime", "dot"]),
+    ("fa-v", 1024, ["--regime", "rows", "--transpose", "tile"]),
+    ("fa-v", 1024, ["--regime", "blocked", "--transpose", "tile"]),
 ])
 def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
     res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
@@ -196,28 +204,30 @@ def test_kernels_avoid_gem5_trouble() -> None:
     funcs = functions(llvm_objdump("attention"))
     # what runs inside the ROI: the entry points and the (noinline) fa-v block functions;
     # fav_prepare/fav_release run outside it
-    kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar")
-               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_", "fav_dot_"))]
+    kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar",
+                                         "fav_transpose_k")
+               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_", "fav_dot_", "fav_tile_"))]
     assert "attn_fa_v" in kernels and "attn_ggml_vec" in kernels
     assert sum(f.startswith("fav_pk_") for f in kernels) == 9  # 3 LMUL x R in {1, 2, 4}
     assert sum(f.startswith("fav_blk_") for f in kernels) == 12  # 3 LMUL x U in {1, 2, 4, 8}
     bad_re = re.compile(r"^(vsetivli|vlseg|vsseg|vlsseg|vssseg|vluxseg|vloxseg|vsuxseg|vsoxseg"
                         r"|vcompress|vlse|vsse|vlux|vlox|vsux|vsox)|\bm8\b")
-    # the one exception: fa-v's K^T copy (inlined into attn_fa_v, once per LMUL) writes key
-    # rows into K^T columns with an e32 m8 strided store (no widening op runs at m8)
+    # the one exception: fa-v's strided K^T copy (fav_transpose_k, where tiles do not pay)
+    # writes key rows into K^T columns with an e32 m8 strided store (no widening op at m8)
     kt_copy = re.compile(r"^vsse32\.v\b|^vsetvli\s+\w+, \w+, e32, m8, ta, ma$")
     # and the rows regime's strip transposes: Q rows into Q^T columns (strided stores),
     # O^T columns back into O rows (strided loads), outside its key loop
     rows_in, rows_out = re.compile(r"^vsse32\.v\b"), re.compile(r"^vlse32\.v\b")
     for f in kernels:
         bad = [i for i in funcs[f] if bad_re.search(i)
-               and not (f == "attn_fa_v" and kt_copy.search(i))
+               and not (f == "fav_transpose_k" and kt_copy.search(i))
                and not (f.startswith("fav_rows_in_") and rows_in.search(i))
                and not (f.startswith("fav_rows_out_") and rows_out.search(i))]
         assert not bad, (f, bad[:5])
     assert sum(f.startswith("fav_rows_blk_") for f in kernels) == 3  # one per LMUL
     assert sum(f.startswith("fav_dot_row_") for f in kernels) == 3
-    assert sum(i.startswith("vsse32.v") for i in funcs["attn_fa_v"]) == 3  # one per LMUL
+    assert {"fav_tile_fwd", "fav_tile_bwd"} <= set(kernels)  # the tile transposes
+    assert sum(i.startswith("vsse32.v") for i in funcs["fav_transpose_k"]) == 1
     fav = [i for f in kernels if f.startswith("fav_") for i in funcs[f]]
     for needed in ("vfredusum", "vslideup", "vslidedown", "vrgather", "vfmerge"):
         assert any(i.startswith(needed) for i in fav), needed

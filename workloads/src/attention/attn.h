@@ -14,6 +14,8 @@ typedef struct {
 } attn_problem;
 
 enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS, FAV_DOT };
+/* fa-v transposes (K^T in the blocked regime, Q^T and O^T in the rows regime) */
+enum { FAV_TRANSPOSE_AUTO, FAV_TRANSPOSE_TILE, FAV_TRANSPOSE_STRIDED };
 
 typedef struct {
     int block_r, block_c; /* fa-v sequence blocking: query tokens x keys */
@@ -23,6 +25,7 @@ typedef struct {
     int lmul;             /* 1, 2 or 4 (0 = auto): register grouping for ggml-vec and fa-v */
     int regime;           /* fa-v: FAV_AUTO or one of FAV_BLOCKED .. FAV_DOT */
     int strip;            /* fa-v rows regime: query rows per strip, <= VLMAX (0 = auto) */
+    int transpose;        /* fa-v: FAV_TRANSPOSE_AUTO, _TILE or _STRIDED */
 } attn_tunables;
 
 /* One past the last key that query token i may see. */
@@ -56,6 +59,8 @@ typedef struct {
     int strip;      /* rows regime: query rows per strip (the vector length), <= VLMAX */
     float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][strip] */
     int *lim;       /* rows regime: one past the last key each row of the strip sees */
+    int tile_rows;  /* rows regime: rows per transpose tile (fa_v_tile.h), 0: strided */
+    float *tile;    /* rows regime: one tile, tile_rows x D */
     int n_regs;     /* packed regime: registers needed for the heads of one token */
     int *seg;       /* packed: (kv head, number of query heads) per segment of a register */
     int *seg_start; /* packed: first segment of register r is seg_start[r] */

@@ -11,19 +11,45 @@
 
 #include "attention/attn.h"
 
+#include "attention/fa_v_tile.h"
+
+/* Transposes by tiles in registers (fa_v_tile.h) when a tile holds at least this many rows
+ * (with fewer, strided accesses, one micro-op per element in gem5, cost less). */
+#ifndef FAV_TILE_MIN_ROWS
+#define FAV_TILE_MIN_ROWS 4
+#endif
+
 /* Blocked regime: keys [c0, c1) of every kv head stored transposed, kt[(g*D + d)*BC + j-c0],
  * so that the scores of a strip of keys are unit-stride vector loads. Built once per key
- * block, reused by every query row and head of the row block: each key row is read with
- * unit-stride loads and written into its K^T column with a strided store. gem5 splits a
- * strided access into one micro-op per element, still far cheaper than the scalar copy it
- * replaces (load, store, address updates, branch per element), which took half of fa-v's
- * cycles in decode, where a copy is reused only by the query heads of one kv head. Measured
- * in gem5 (TinyLlama decode, L = 512, 512 bit, paper-fixed): scalar copy 1.62M cycles,
- * strided loads of K columns 1.47M, strided stores (this) 1.10M; transposing one kv head at
- * a time, just before its heads, 1.19M (workloads/README.md). */
-static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
+ * block, reused by every query row and head of the row block. Where tiles pay, by tiles of
+ * one kv head's keys; else each key row is read with unit-stride loads and written into its
+ * K^T column with a strided store. gem5 splits a strided access into one micro-op per
+ * element, still far cheaper than the scalar copy it replaced (load, store, address updates,
+ * branch per element), which took half of fa-v's cycles in decode, where a copy is reused
+ * only by the query heads of one kv head. Measured in gem5 (TinyLlama decode, L = 512, 512
+ * bit, paper-fixed): scalar copy 1.62M cycles, strided loads of K columns 1.47M, strided
+ * stores 1.10M; transposing one kv head at a time, just before its heads, 1.19M
+ * (workloads/README.md). */
+__attribute__((noinline)) static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
     const attn_problem *p = c->p;
     const size_t BC = (size_t)c->t.block_c, kv_row = (size_t)p->kv_heads * p->head_dim;
+    const int D = p->head_dim, TR = c->tile_rows;
+    if (TR) {
+        for (int g = 0; g < p->kv_heads; g++)
+            for (int jb = c0; jb < c1; jb += TR) {
+                const int n = c1 - jb < TR ? c1 - jb : TR;
+                for (int i = 0; i < n; i++) {
+                    const float *krow = p->k + (size_t)(jb + i) * kv_row + (size_t)g * D;
+                    for (int d = 0; d < D;) {
+                        const size_t vl = __riscv_vsetvl_e32m4((size_t)(D - d));
+                        __riscv_vse32(c->tile + (size_t)i * D + d, __riscv_vle32_v_f32m4(krow + d, vl), vl);
+                        d += (int)vl;
+                    }
+                }
+                fav_tile_fwd(c->tile, D, 1.0f, c->kt + (size_t)g * D * BC + (size_t)(jb - c0), BC, n);
+            }
+        return;
+    }
     const ptrdiff_t stride = (ptrdiff_t)(BC * sizeof(float));
     for (int j = c0; j < c1; j++) {
         const float *krow = p->k + (size_t)j * kv_row;
@@ -75,6 +101,18 @@ static int fav_rows_lmul(void) {
     return attn_vlmax_e32(1) >= ROWS_AUTO_STRIP ? 1 : attn_vlmax_e32(2) >= ROWS_AUTO_STRIP ? 2 : 4;
 }
 
+/* Tile transposes or strided ones (--transpose): auto takes tiles where a tile holds at
+ * least FAV_TILE_MIN_ROWS rows; tile takes them wherever D allows. 0, or -1 out of memory. */
+static int fav_tiles(fav_ctx *c) {
+    const int tr = fav_tile_rows(c->p->head_dim);
+    c->tile_rows = c->t.transpose == FAV_TRANSPOSE_STRIDED               ? 0
+                   : c->t.transpose == FAV_TRANSPOSE_TILE || tr >= FAV_TILE_MIN_ROWS ? tr
+                                                                                      : 0;
+    if (!c->tile_rows) return 0;
+    c->tile = malloc((size_t)c->tile_rows * c->p->head_dim * sizeof(float));
+    return c->tile ? 0 : -1;
+}
+
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
     *c = (fav_ctx){.p = p, .t = *t};
@@ -109,6 +147,7 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
         c->qt = malloc((size_t)D * VLM * sizeof(float));
         c->acct = malloc((size_t)D * VLM * sizeof(float));
         c->lim = malloc(VLM * sizeof(int));
+        if (fav_tiles(c) != 0) return -1;
         return c->m && c->s && c->sc && c->qt && c->acct && c->lim ? 0 : -1;
     }
     /* Fit the register file (32 registers = 32/LMUL groups): the packed regime keeps four
@@ -127,6 +166,7 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     if (!c->packed) {
         c->kt = malloc((size_t)p->kv_heads * D * t->block_c * sizeof(float));
         if (!c->kt) return -1;
+        if (fav_tiles(c) != 0) return -1;
     }
     if (c->packed) {
         const int P = c->pack;
@@ -173,6 +213,7 @@ void fav_release(fav_ctx *c) {
     free(c->qt);
     free(c->acct);
     free(c->lim);
+    free(c->tile);
     free(c->seg);
     free(c->seg_start);
     free(c->same_prev);

@@ -6,8 +6,9 @@
  *   scores   S[key][row] = sum_d K[key][d] * Q^T[d][row]  (vfmacc.vf: scalar k, vector q)
  *   softmax  elementwise over rows: running max, sum and rescale need no reduction
  *   output   O^T[d][row] += V[key][d] * P[key][row]       (vfmacc.vf: scalar v, vector p)
- * Q^T (scaled) and O^T live in scratch, [d][row]; a strip is transposed in (strided stores)
- * and out (strided loads) once, outside the key loop. RK keys' scores and RD dimensions of
+ * Q^T (scaled) and O^T live in scratch, [d][row]; a strip is transposed in and out once,
+ * outside the key loop: by tiles in registers (fa_v_tile.h) where D allows, else with
+ * strided stores and loads. RK keys' scores and RD dimensions of
  * O^T stay in registers, so one vector load feeds RK (or RD) multiply-adds. Causal masking
  * applies only to keys past the strip's first token, by a compare with each row's limit. */
 
@@ -35,11 +36,42 @@
  * and unlike -inf it gives no inf - inf when every key of a block is masked for a row. */
 #define ROWS_MASKED (-1e30f)
 
-/* Q^T of one strip, scaled: qt[d * VLM + r] = scale * Q[row r0 + r][d]. */
+/* Copies rows [i0, i0 + n) of kv head g's rows between Q or O ([token][head][D]) and a
+ * tile buffer (n x D, row-major), run by run: the rows of one token are contiguous. */
+static void FN(fav_rows_copy)(const attn_problem *p, int g, int i0, int n, float *qo,
+                              float *buf, int to_buf) {
+    const int H = p->heads, D = p->head_dim, G = H / p->kv_heads;
+    for (int i = 0; i < n;) {
+        const int t = (i0 + i) / G, u = (i0 + i) % G, run = G - u < n - i ? G - u : n - i;
+        float *row = qo + ((size_t)t * H + (size_t)g * G + u) * D, *b = buf + (size_t)i * D;
+        const size_t len = (size_t)run * D;
+        for (size_t k = 0; k < len;) {
+            const size_t vl = __riscv_vsetvl_e32m4(len - k);
+            if (to_buf)
+                __riscv_vse32(b + k, __riscv_vle32_v_f32m4(row + k, vl), vl);
+            else
+                __riscv_vse32(row + k, __riscv_vle32_v_f32m4(b + k, vl), vl);
+            k += vl;
+        }
+        i += run;
+    }
+}
+
+/* Q^T of one strip, scaled: qt[d * VLM + r] = scale * Q[row r0 + r][d]; and each row's
+ * key limit. */
 __attribute__((noinline)) static void FN(fav_rows_in)(const fav_ctx *c, int g, int r0, int nr) {
     const attn_problem *p = c->p;
-    const int H = p->heads, D = p->head_dim, G = H / p->kv_heads;
+    const int H = p->heads, D = p->head_dim, G = H / p->kv_heads, TR = c->tile_rows;
     const size_t VLM = (size_t)c->strip;
+    for (int r = 0; r < nr; r++) c->lim[r] = attn_kv_end(p, (r0 + r) / G);
+    if (TR) {
+        for (int rb = 0; rb < nr; rb += TR) {
+            const int n = nr - rb < TR ? nr - rb : TR;
+            FN(fav_rows_copy)(p, g, r0 + rb, n, (float *)p->q, c->tile, 1);
+            fav_tile_fwd(c->tile, D, p->scale, c->qt + rb, VLM, n);
+        }
+        return;
+    }
     for (int r = 0; r < nr; r++) {
         const int t = (r0 + r) / G, u = (r0 + r) % G;
         const float *q = p->q + ((size_t)t * H + (size_t)g * G + u) * D;
@@ -50,24 +82,30 @@ __attribute__((noinline)) static void FN(fav_rows_in)(const fav_ctx *c, int g, i
                                               __riscv_vfmul(VLE(q + d, vl), p->scale, vl), vl);
             d += (int)vl;
         }
-        c->lim[r] = attn_kv_end(p, t);
     }
 }
 
-/* O[row] = O^T[.][r] / l[r] for the strip's rows. */
+/* O[row] = O^T[.][r] for the strip's rows (O^T is already divided by the row sums). */
 __attribute__((noinline)) static void FN(fav_rows_out)(const fav_ctx *c, int g, int r0, int nr) {
     const attn_problem *p = c->p;
-    const int H = p->heads, D = p->head_dim, G = H / p->kv_heads;
+    const int H = p->heads, D = p->head_dim, G = H / p->kv_heads, TR = c->tile_rows;
     const size_t VLM = (size_t)c->strip;
+    if (TR) {
+        for (int rb = 0; rb < nr; rb += TR) {
+            const int n = nr - rb < TR ? nr - rb : TR;
+            fav_tile_bwd(c->acct + rb, VLM, n, D, c->tile);
+            FN(fav_rows_copy)(p, g, r0 + rb, n, p->o, c->tile, 0);
+        }
+        return;
+    }
     for (int r = 0; r < nr; r++) {
         const int t = (r0 + r) / G, u = (r0 + r) % G;
         float *o = p->o + ((size_t)t * H + (size_t)g * G + u) * D;
-        const float inv = 1.0f / c->s[r];
         for (int d = 0; d < D;) {
             const size_t vl = SETVL((size_t)(D - d));
-            VF col = RVV_CAT(__riscv_vlse32_v_f32, LM)(c->acct + (size_t)d * VLM + r,
-                                                        (ptrdiff_t)(VLM * sizeof(float)), vl);
-            __riscv_vse32(o + d, __riscv_vfmul(col, inv, vl), vl);
+            __riscv_vse32(o + d, RVV_CAT(__riscv_vlse32_v_f32, LM)(c->acct + (size_t)d * VLM + r,
+                                                                  (ptrdiff_t)(VLM * sizeof(float)), vl),
+                          vl);
             d += (int)vl;
         }
     }
@@ -75,7 +113,8 @@ __attribute__((noinline)) static void FN(fav_rows_out)(const fav_ctx *c, int g, 
 
 /* One strip against keys [j0, j1): scores, online softmax, O^T update. */
 __attribute__((noinline)) static void FN(fav_rows_blk)(const fav_ctx *c, int g, int nr,
-                                                       int j0, int j1, int full, int first) {
+                                                       int j0, int j1, int full, int first,
+                                                       int last) {
     const attn_problem *p = c->p;
     const int D = p->head_dim;
     const size_t kv_row = (size_t)p->kv_heads * D, VLM = (size_t)c->strip;
@@ -121,8 +160,11 @@ __attribute__((noinline)) static void FN(fav_rows_blk)(const fav_ctx *c, int g, 
         __riscv_vse32(pj, e, vl);
         lsum = __riscv_vfadd(lsum, e, vl);
     }
-    __riscv_vse32(c->s, first ? lsum : __riscv_vfmacc(lsum, alpha, VLE(c->s, vl), vl), vl);
+    const VF snew = first ? lsum : __riscv_vfmacc(lsum, alpha, VLE(c->s, vl), vl);
+    __riscv_vse32(c->s, snew, vl);
     __riscv_vse32(c->m, mnew, vl);
+    /* after the last key block O^T leaves divided by the row sums */
+    const VF inv = last ? __riscv_vfrdiv(snew, 1.0f, vl) : snew;
 
     /* 3. O^T = O^T * alpha + sum_j V[j][d] P[j], RD dimensions in registers per pass */
     int d0 = 0;
@@ -139,7 +181,7 @@ __attribute__((noinline)) static void FN(fav_rows_blk)(const fav_ctx *c, int g, 
             REPN(MAC)
 #undef MAC
         }
-#define STORE(k) __riscv_vse32(at + (k) * VLM, a##k, vl);
+#define STORE(k) __riscv_vse32(at + (k) * VLM, last ? __riscv_vfmul(a##k, inv, vl) : a##k, vl);
         REPN(STORE)
 #undef STORE
     }
@@ -148,7 +190,7 @@ __attribute__((noinline)) static void FN(fav_rows_blk)(const fav_ctx *c, int g, 
         VF a = first ? VFMV(0.0f, vl) : __riscv_vfmul(VLE(at, vl), alpha, vl);
         for (int j = j0; j < j1; j++)
             a = __riscv_vfmacc(a, vg[(size_t)j * kv_row + d0], VLE(pb + (size_t)(j - j0) * VLM, vl), vl);
-        __riscv_vse32(at, a, vl);
+        __riscv_vse32(at, last ? __riscv_vfmul(a, inv, vl) : a, vl);
     }
 }
 
@@ -164,7 +206,7 @@ static void FN(fav_rows)(const fav_ctx *c) {
             const int full = attn_kv_end(p, r0 / G), end = attn_kv_end(p, (r0 + nr - 1) / G);
             for (int j0 = 0; j0 < end; j0 += BK) {
                 const int j1 = j0 + BK < end ? j0 + BK : end;
-                FN(fav_rows_blk)(c, g, nr, j0, j1, full, j0 == 0);
+                FN(fav_rows_blk)(c, g, nr, j0, j1, full, j0 == 0, j1 == end);
             }
             FN(fav_rows_out)(c, g, r0, nr);
         }

@@ -268,6 +268,11 @@ int main(int argc, char **argv) {
             die_arg("--strip: expected auto or an integer in [1, 65536], got '%s'", strip_arg);
         t.strip = (int)sv;
     }
+    static const char *const transposes[] = {"auto", "tile", "strided", NULL};
+    const char *tr_arg = arg_choice(&a, "transpose", "auto", transposes);
+    t.transpose = !strcmp(tr_arg, "tile")      ? FAV_TRANSPOSE_TILE
+                  : !strcmp(tr_arg, "strided") ? FAV_TRANSPOSE_STRIDED
+                                               : FAV_TRANSPOSE_AUTO;
     t.r = (int)arg_long(&a, "r", 4, 1, 4);
     /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
     const char *lmul_arg = arg_str(&a, "lmul", "auto");
@@ -313,6 +318,8 @@ int main(int argc, char **argv) {
 #endif
     const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
     int vlmax = 0, pack = 1, step = 1, strip = 0, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
+    const char *transpose = "none"; /* fa-v's K^T, Q^T and O^T copies, where it makes them */
+    int tile_rows = 0;
 #if ATTN_HAS_FAV
     fav_ctx fc;
     if (kid == 2) {
@@ -322,6 +329,8 @@ int main(int argc, char **argv) {
         t.block_c = fc.t.block_c; /* as the regime resolved it */
         vlmax = fc.vlmax;
         strip = fc.rows ? fc.strip : 0;
+        if (fc.rows || !(fc.packed || fc.dot)) transpose = fc.tile_rows ? "tile" : "strided";
+        tile_rows = fc.tile_rows;
         pack = fc.pack;
         r_eff = fc.t.r; /* capped by the register file and the number of heads */
         u_eff = fc.t.unroll; /* capped by the register file */
@@ -385,6 +394,8 @@ int main(int argc, char **argv) {
     json_str("regime_asked", kid == 2 ? regime_arg : "row");
     json_int("vlmax", vlmax);
     json_int("strip", strip);
+    json_str("transpose", transpose);
+    json_int("tile_rows", tile_rows);
     json_int("pack", pack);
     json_int("heads_per_step", step);
     json_errors(&e);
