@@ -7,22 +7,26 @@ export GEM5
 .PHONY: help setup setup-apt setup-python test test-gem5 lint workloads clean
 
 help:
-	@echo "make setup        install toolchains (Debian) and Python deps (PyPI); idempotent"
+	@echo "make setup        install toolchains (Debian), Python deps (PyPI), build ggml (cached); idempotent"
 	@echo "make test         run the whole test suite (pytest)"
 	@echo "make test-gem5    run only the gem5-gated tests (slow: tens of minutes on 2 cores)"
 	@echo "make workloads    cross-compile the RVV workloads into workloads/build/"
+	@echo "make setup-ggml   build ggml's own libraries for riscv64 (part of make setup; cached)"
 	@echo "make gem5         build the patched RISCV gem5.opt (GEM5_SRC=<gem5 clone>; ~1.5 h on 2 cores)"
 	@echo "make sweep        run a sweep (SWEEP=smoke by default) and its analysis"
 	@echo "make report       write results/<SWEEP>/report.html"
 	@echo "make check-gem5   check gem5 (GEM5, else the make gem5 build): patched v24.0.0.1 RISCV, stamp"
 
 APT_PACKAGES := clang-19 lld-19 llvm-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross qemu-user \
-                binutils-riscv64-linux-gnu slurm-wlm munge chromium $(GEM5_RUNTIME_PACKAGES)
+                binutils-riscv64-linux-gnu slurm-wlm munge chromium $(GEM5_RUNTIME_PACKAGES) \
+                $(GGML_BUILD_PACKAGES)
+# What building ggml's own libraries for riscv64 needs (workloads/ggml/build_ggml.py).
+GGML_BUILD_PACKAGES := libstdc++-12-dev-riscv64-cross cmake ninja-build
 # What a prebuilt gem5.opt links at run time (ldd); its build packages are build-gem5's.
 GEM5_RUNTIME_PACKAGES := libpython3.11 libprotobuf32 libtcmalloc-minimal4 libgoogle-perftools4 \
                          libpng16-16 libelf1 zlib1g
 
-setup: setup-apt setup-python
+setup: setup-apt setup-python setup-ggml
 
 setup-apt:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -64,3 +64,19 @@ $(WL_BUILD)/q8-scalar: $(Q8_SRC) $(Q8_HDR) $(COMMON_SRC) $(COMMON_HDR)
 
 $(WL_BUILD)/vbench: $(VB_SRC) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(VB_SRC) $(COMMON_SRC) -o $@ -lm
+
+# ggml's own libraries (workloads/ggml/build_ggml.py builds ggml-base and ggml-cpu from the
+# llama-cpp-python sdist into the user cache and copies them to $(GGML_OUT)); `make setup`
+# runs it, and so does the first build that needs it.
+GGML_OUT   := $(WL_BUILD)/ggml
+GGML_STAMP := $(GGML_OUT)/STAMP
+GGML_JOBS  ?= 2
+
+.PHONY: setup-ggml
+setup-ggml: setup-apt
+	$(PYTHON) $(WL_DIR)/ggml/build_ggml.py --jobs $(GGML_JOBS) $(GGML_OUT)
+
+$(GGML_STAMP): $(WL_DIR)/ggml/build_ggml.py $(WL_DIR)/ggml/CMakeLists.txt
+	$(PYTHON) $(WL_DIR)/ggml/build_ggml.py --jobs $(GGML_JOBS) $(GGML_OUT)
+	@touch $@
+workloads: $(GGML_STAMP)
