@@ -80,3 +80,28 @@ $(GGML_STAMP): $(WL_DIR)/ggml/build_ggml.py $(WL_DIR)/ggml/CMakeLists.txt
 	$(PYTHON) $(WL_DIR)/ggml/build_ggml.py --jobs $(GGML_JOBS) $(GGML_OUT)
 	@touch $@
 workloads: $(GGML_STAMP)
+
+# Workloads on ggml's own kernels (workloads/src/ggml): our harness, inputs and check around
+# ggml_flash_attn_ext and ggml_mul_mat, linked with the ggml build of their -march.
+GGML_GLUE  := $(WL_DIR)/src/ggml/vsggml.c
+GGML_ATTN  := $(WL_DIR)/src/ggml/ggml_attn.c $(WL_DIR)/src/ggml/attn_ref.c
+GGML_Q8    := $(WL_DIR)/src/ggml/ggml_q8.c $(WL_DIR)/src/ggml/q8_ref.c $(WL_DIR)/src/q8/q8_data.c
+GGML_HDR   := $(wildcard $(WL_DIR)/src/ggml/*.h) $(WL_DIR)/src/attention/attn.h $(Q8_HDR)
+# $(1): the ggml build (rv64gcv, rv64gc); our own code is compiled as usual.
+GGML_CC    = $(CC_RV) $(RV_COMMON) $(RV_NOAUTO) -I$(GGML_OUT)/include -I$(GGML_OUT)/$(1)
+GGML_LINK  = -L$(GGML_OUT)/$(1) -lggml-cpu -lggml-base -lstdc++ -lm
+GGML_BINS  := $(WL_BUILD)/attention-ggml-lib $(WL_BUILD)/attention-ggml-lib-scalar \
+              $(WL_BUILD)/q8-ggml-lib $(WL_BUILD)/q8-ggml-lib-scalar
+workloads: $(GGML_BINS)
+
+$(WL_BUILD)/attention-ggml-lib: $(GGML_ATTN) $(GGML_GLUE) $(GGML_HDR) $(COMMON_SRC) $(COMMON_HDR) $(GGML_STAMP)
+	$(call GGML_CC,rv64gcv) $(MARCH_V) -DVLSCALE_VECTOR=1 $(filter %.c,$^) -o $@ $(call GGML_LINK,rv64gcv)
+
+$(WL_BUILD)/attention-ggml-lib-scalar: $(GGML_ATTN) $(GGML_GLUE) $(GGML_HDR) $(COMMON_SRC) $(COMMON_HDR) $(GGML_STAMP)
+	$(call GGML_CC,rv64gc) $(MARCH_S) -DVLSCALE_VECTOR=0 $(filter %.c,$^) -o $@ $(call GGML_LINK,rv64gc)
+
+$(WL_BUILD)/q8-ggml-lib: $(GGML_Q8) $(GGML_GLUE) $(GGML_HDR) $(COMMON_SRC) $(COMMON_HDR) $(GGML_STAMP)
+	$(call GGML_CC,rv64gcv) $(MARCH_V) -DVLSCALE_VECTOR=1 $(filter %.c,$^) -o $@ $(call GGML_LINK,rv64gcv)
+
+$(WL_BUILD)/q8-ggml-lib-scalar: $(GGML_Q8) $(GGML_GLUE) $(GGML_HDR) $(COMMON_SRC) $(COMMON_HDR) $(GGML_STAMP)
+	$(call GGML_CC,rv64gc) $(MARCH_S) -DVLSCALE_VECTOR=0 $(filter %.c,$^) -o $@ $(call GGML_LINK,rv64gc)
