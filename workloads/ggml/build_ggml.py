@@ -44,6 +44,7 @@ SDIST_VERSION = "0.3.36"
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 SDIST_FILE = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
 GGML_PREFIX = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/ggml/"
+SRC_ALIAS = f"llama-cpp-python-{SDIST_VERSION}/ggml"  # the source folder as binaries name it
 
 HERE = Path(__file__).resolve().parent
 WRAPPER = HERE / "CMakeLists.txt"
@@ -231,6 +232,7 @@ def describe_flags(build: Path, src_root: Path) -> str:
         if lib is None:
             continue
         src, flags = flags_of(e["command"])
+        flags = flags.replace(str(src_root), "<ggml>")  # only in -ffile-prefix-map
         lang = "C" if src.endswith(".c") else "C++"
         rel = os.path.relpath(src, src_root) if src else "?"
         groups[f"{lib} {lang}"].append((rel, flags))
@@ -256,7 +258,11 @@ def c_string(s: str) -> str:
 def build_variant(march: str, src: Path, work: Path, out: Path, jobs: int, log: Path) -> str:
     build = work / f"build-{march}"
     shutil.rmtree(build, ignore_errors=True)
+    # ggml's asserts embed __FILE__: map the cache folder away, so that the libraries (and
+    # the ids of runs made with them) do not depend on where the cache is
+    prefix_map = f"-ffile-prefix-map={src}={SRC_ALIAS}"
     options = {**TOOLCHAIN, **COMMON_OPTIONS, **VARIANTS[march],
+               "CMAKE_C_FLAGS": prefix_map, "CMAKE_CXX_FLAGS": prefix_map,
                "GGML_SRC_DIR": str(src), "CMAKE_EXPORT_COMPILE_COMMANDS": "ON"}
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     run_logged(["cmake", "-S", str(HERE), "-B", str(build), *generator,

@@ -66,9 +66,12 @@ def test_describe_flags_groups_by_library_and_language(bg: ModuleType, tmp_path:
                     "ggml-cpu C++: -O3 -march=rv64gcv -std=gnu++17")
 
 
-def test_describe_flags_refuses_local_paths(bg: ModuleType, tmp_path: Path) -> None:
+def test_describe_flags_names_the_source_folder_and_refuses_others(bg: ModuleType,
+                                                                   tmp_path: Path) -> None:
     src, build = tmp_path / "ggml", tmp_path / "b"
-    write_db(build, src, [("ggml-base", "src/ggml.c", f"-O3 -fdebug-prefix-map={src}=.")])
+    write_db(build, src, [("ggml-base", "src/ggml.c", f"-O3 -ffile-prefix-map={src}=g")])
+    assert bg.describe_flags(build, src) == "ggml-base C: -O3 -ffile-prefix-map=<ggml>=g"
+    write_db(build, src, [("ggml-base", "src/ggml.c", f"-O3 -fprofile-dir={build}")])
     with pytest.raises(bg.BuildError, match="local folder"):
         bg.describe_flags(build, src)
 

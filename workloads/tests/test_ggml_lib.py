@@ -364,11 +364,14 @@ def test_build_flags(march: str) -> None:
     flags = build_info()["flags"][march]
     groups = dict(g.split(": ", 1) for g in flags.split("; "))
     assert set(groups) >= {"ggml-base C", "ggml-base C++", "ggml-cpu C", "ggml-cpu C++"}
+    prefix_map = "-ffile-prefix-map=<ggml>=llama-cpp-python-0.3.36/ggml"
     for name, fl in groups.items():
         words = fl.split()
         assert "-O3" in words and "--target=riscv64-linux-gnu" in words, name
+        assert prefix_map in words, name
         assert not [w for w in words if "openmp" in w.lower() or "LLAMAFILE" in w
-                    or "native" in w or w.startswith("-I") or "/" in w], (name, fl)
+                    or "native" in w or w.startswith("-I") or "/" in w and w != prefix_map
+                    ], (name, fl)
         if name.startswith("ggml-cpu"):
             assert f"-march={march}" in words, name
         else:
@@ -379,6 +382,15 @@ def test_build_flags(march: str) -> None:
         assert groups[special[0]].endswith("-fno-integrated-as")
     else:
         assert special == []
+
+
+@pytest.mark.parametrize("binary", (ATTN_V, ATTN_S, Q8_V, Q8_S))
+def test_binaries_do_not_depend_on_the_cache_folder(binary: str) -> None:
+    """ggml's asserts name their source files: as llama-cpp-python-0.3.36/ggml/..., never
+    as the cache folder they were built in (the binary's hash is part of a run's id)."""
+    data = (BUILD / binary).read_bytes()
+    assert b"llama-cpp-python-0.3.36/ggml/src/ggml" in data
+    assert b"vecscale/ggml/" not in data and str(Path.home()).encode() + b"/" not in data
 
 
 # ------------------------------------------------ what runs in the region of interest
