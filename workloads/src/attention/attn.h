@@ -13,7 +13,7 @@ typedef struct {
     float *o;
 } attn_problem;
 
-enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS, FAV_DOT };
+enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS, FAV_DOT, FAV_HEADS };
 /* fa-v transposes (K^T in the blocked regime, Q^T and O^T in the rows regime) */
 enum { FAV_TRANSPOSE_AUTO, FAV_TRANSPOSE_TILE, FAV_TRANSPOSE_STRIDED };
 
@@ -54,7 +54,8 @@ typedef struct {
     int pack;   /* heads per register in the packed regime (1 when blocked) */
     float *m, *s;   /* running max / sum for one query block (replicated per element when
                        packed, one per head when blocked) */
-    float *sc;      /* blocked regime: scores of one key block for an unrolled head group */
+    float *sc;      /* blocked regime: scores of one key block for an unrolled head group;
+                       heads regime: the key block's scores and weights, [key][head] */
     float *kt;      /* blocked regime: the key block transposed, [kv head][D][block_c] */
     int strip;      /* rows regime: query rows per strip (the vector length), <= VLMAX */
     float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][strip] */
@@ -65,6 +66,12 @@ typedef struct {
     int *seg;       /* packed: (kv head, number of query heads) per segment of a register */
     int *seg_start; /* packed: first segment of register r is seg_start[r] */
     unsigned char *same_prev; /* packed: register r replicates the same kv rows as r-1 */
+    int heads;      /* 1: vectors span (head, d), scores by a reduction tree (fa_v_heads.h) */
+    int hp, hb;     /* heads regime: heads padded to whole registers; keys per block */
+    int tree_levels, lg_d; /* heads regime: unzip-add levels; log2(D) */
+    int *pk_vl;     /* heads regime: valid elements of packed register r */
+    float *qs, *acc, *alpha, *mrep; /* heads regime: q * scale, O accumulator [head][D],
+                                       rescale per head, block maximum repeated per key */
 } fav_ctx;
 
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t); /* 0 ok */

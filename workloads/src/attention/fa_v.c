@@ -113,8 +113,77 @@ static int fav_tiles(fav_ctx *c) {
     return c->tile ? 0 : -1;
 }
 
+/* Packed layouts (packed and heads regimes): c->pack heads per register, c->n_regs
+ * registers; for each register the runs of heads that share a kv head (c->seg), and
+ * whether it repeats the previous register's kv rows. 0, or -1 out of memory. */
+static int fav_segments(fav_ctx *c) {
+    const int H = c->p->heads, P = c->pack, group = c->p->heads / c->p->kv_heads;
+    c->seg = malloc((size_t)2 * H * sizeof(int));
+    c->seg_start = malloc((size_t)(c->n_regs + 1) * sizeof(int));
+    c->same_prev = calloc((size_t)c->n_regs, 1);
+    if (!c->seg || !c->seg_start || !c->same_prev) return -1;
+    int ns = 0;
+    for (int r = 0; r < c->n_regs; r++) {
+        c->seg_start[r] = ns;
+        const int hb = r * P, he = hb + P < H ? hb + P : H;
+        for (int h = hb; h < he;) { /* runs of heads that share one kv head */
+            const int kv = h / group;
+            const int stop = (kv + 1) * group < he ? (kv + 1) * group : he;
+            c->seg[2 * ns] = kv;
+            c->seg[2 * ns + 1] = stop - h;
+            ns++;
+            h = stop;
+        }
+        if (r > 0 && ns - c->seg_start[r] == 1 && c->seg_start[r] - c->seg_start[r - 1] == 1 &&
+            c->seg[2 * (ns - 1)] == c->seg[2 * (ns - 2)])
+            c->same_prev[r] = 1;
+    }
+    c->seg_start[c->n_regs] = ns;
+    return 0;
+}
+
+/* Heads regime: keys per block when not given (rounded up so that the block's scores fill
+ * whole registers). */
+#define HEADS_AUTO_BLOCK_C 64
+
+static int fav_gcd(int a, int b) { return b ? fav_gcd(b, a % b) : a; }
+
+/* The heads regime's layout: E = VLMAX at LMUL 1 (it works at LMUL 1 only); heads padded
+ * to whole registers when E > D; key blocks a multiple of E / gcd(E, padded heads). */
+static int fav_heads_prepare(fav_ctx *c) {
+    const attn_problem *p = c->p;
+    const int H = p->heads, D = p->head_dim, E = attn_vlmax_e32(1);
+    c->heads = 1;
+    c->t.lmul = 1;
+    c->vlmax = E;
+    c->lg_d = fav_log2(D);
+    c->pack = E >= D ? E / D : 1;
+    c->n_regs = (H + c->pack - 1) / c->pack;
+    c->hp = c->n_regs * c->pack;
+    c->tree_levels = fav_log2(E < D ? E : D);
+    const int unit = E / fav_gcd(E, c->hp), want = c->t.block_c_auto ? HEADS_AUTO_BLOCK_C : c->t.block_c;
+    c->hb = (want + unit - 1) / unit * unit;
+    c->t.block_c = c->hb;
+    if (E >= D) {
+        if (fav_segments(c) != 0) return -1;
+        c->pk_vl = malloc((size_t)c->n_regs * sizeof(int));
+        if (!c->pk_vl) return -1;
+        for (int r = 0; r < c->n_regs; r++)
+            c->pk_vl[r] = (H - r * c->pack < c->pack ? H - r * c->pack : c->pack) * D;
+    }
+    const size_t hd = (size_t)c->hp * D, blk = (size_t)c->hb * c->hp;
+    c->qs = calloc(hd, sizeof(float)); /* padding heads: q = 0 */
+    c->acc = malloc(hd * sizeof(float));
+    c->m = malloc((size_t)c->hp * sizeof(float));
+    c->s = malloc((size_t)c->hp * sizeof(float));
+    c->alpha = malloc((size_t)c->hp * sizeof(float));
+    c->sc = malloc(blk * sizeof(float));
+    c->mrep = malloc(blk * sizeof(float));
+    return c->qs && c->acc && c->m && c->s && c->alpha && c->sc && c->mrep ? 0 : -1;
+}
+
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
-    const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
+    const int H = p->heads, D = p->head_dim;
     *c = (fav_ctx){.p = p, .t = *t};
     if (c->t.regime == FAV_AUTO) c->t.regime = fav_auto_regime(p, t);
     if (c->t.lmul == 0) c->t.lmul = c->t.regime == FAV_ROWS ? fav_rows_lmul() : attn_auto_lmul(D);
@@ -125,6 +194,8 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     c->pack = c->packed ? c->vlmax / D : 1;
     c->rows = t->regime == FAV_ROWS;
     c->dot = t->regime == FAV_DOT;
+    if (t->regime == FAV_HEADS && D >= 2 && !(D & (D - 1))) return fav_heads_prepare(c);
+    if (t->regime == FAV_HEADS) c->t.regime = FAV_BLOCKED; /* D not a power of two */
     if (c->dot) {
         /* Key block: only its scores are kept; longer blocks give the softmax longer
          * vectors (up to 8192 bits of fp32) at no cache cost. */
@@ -169,35 +240,20 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
         if (fav_tiles(c) != 0) return -1;
     }
     if (c->packed) {
-        const int P = c->pack;
-        c->n_regs = (H + P - 1) / P;
+        c->n_regs = (H + c->pack - 1) / c->pack;
         if (c->t.r > c->n_regs) c->t.r = c->n_regs; /* R is capped by the number of heads */
-        c->seg = malloc((size_t)2 * H * sizeof(int));
-        c->seg_start = malloc((size_t)(c->n_regs + 1) * sizeof(int));
-        c->same_prev = calloc((size_t)c->n_regs, 1);
-        if (!c->seg || !c->seg_start || !c->same_prev) return -1;
-        int ns = 0;
-        for (int r = 0; r < c->n_regs; r++) {
-            c->seg_start[r] = ns;
-            const int hb = r * P, he = hb + P < H ? hb + P : H;
-            for (int h = hb; h < he;) { /* runs of heads that share one kv head */
-                const int kv = h / group;
-                const int stop = (kv + 1) * group < he ? (kv + 1) * group : he;
-                c->seg[2 * ns] = kv;
-                c->seg[2 * ns + 1] = stop - h;
-                ns++;
-                h = stop;
-            }
-            if (r > 0 && ns - c->seg_start[r] == 1 && c->seg_start[r] - c->seg_start[r - 1] == 1 &&
-                c->seg[2 * (ns - 1)] == c->seg[2 * (ns - 2)])
-                c->same_prev[r] = 1;
-        }
-        c->seg_start[c->n_regs] = ns;
+        if (fav_segments(c) != 0) return -1;
     }
     return 0;
 }
 
+#include "attention/fa_v_heads.h"
+
 void attn_fa_v(const fav_ctx *c) {
+    if (c->heads) {
+        fav_heads(c);
+        return;
+    }
     switch (c->t.lmul) {
     case 1: fav_run_m1(c); break;
     case 2: fav_run_m2(c); break;
@@ -217,5 +273,10 @@ void fav_release(fav_ctx *c) {
     free(c->seg);
     free(c->seg_start);
     free(c->same_prev);
+    free(c->pk_vl);
+    free(c->qs);
+    free(c->acc);
+    free(c->alpha);
+    free(c->mrep);
 }
 #endif

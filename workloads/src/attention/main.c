@@ -252,12 +252,13 @@ int main(int argc, char **argv) {
             die_arg("--block-c: expected auto or an integer in [1, 65536], got '%s'", bc_arg);
         t.block_c = (int)bc;
     }
-    static const char *const regimes[] = {"auto", "blocked", "packed", "rows", "dot", NULL};
+    static const char *const regimes[] = {"auto", "blocked", "packed", "rows", "dot", "heads", NULL};
     const char *regime_arg = arg_choice(&a, "regime", "auto", regimes);
     t.regime = !strcmp(regime_arg, "blocked") ? FAV_BLOCKED
                : !strcmp(regime_arg, "packed") ? FAV_PACKED
                : !strcmp(regime_arg, "rows") ? FAV_ROWS
-               : !strcmp(regime_arg, "dot") ? FAV_DOT : FAV_AUTO;
+               : !strcmp(regime_arg, "dot") ? FAV_DOT
+               : !strcmp(regime_arg, "heads") ? FAV_HEADS : FAV_AUTO;
     t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
     const char *strip_arg = arg_str(&a, "strip", "auto");
     if (!strcmp(strip_arg, "auto")) t.strip = 0;
@@ -324,17 +325,17 @@ int main(int argc, char **argv) {
     fav_ctx fc;
     if (kid == 2) {
         if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
-        regime = fc.rows ? "rows" : fc.dot ? "dot" : fc.packed ? "packed" : "blocked";
+        regime = fc.heads ? "heads" : fc.rows ? "rows" : fc.dot ? "dot" : fc.packed ? "packed" : "blocked";
         t.lmul = fc.t.lmul; /* as the regime resolved it */
         t.block_c = fc.t.block_c; /* as the regime resolved it */
         vlmax = fc.vlmax;
         strip = fc.rows ? fc.strip : 0;
-        if (fc.rows || !(fc.packed || fc.dot)) transpose = fc.tile_rows ? "tile" : "strided";
+        if (fc.rows || !(fc.packed || fc.dot || fc.heads)) transpose = fc.tile_rows ? "tile" : "strided";
         tile_rows = fc.tile_rows;
         pack = fc.pack;
         r_eff = fc.t.r; /* capped by the register file and the number of heads */
         u_eff = fc.t.unroll; /* capped by the register file */
-        step = fc.dot ? 1 : fc.rows ? heads / kv_heads /* a strip shares one kv head */
+        step = fc.dot ? 1 : fc.heads ? heads : fc.rows ? heads / kv_heads /* a strip shares one kv head */
                : fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
     }
 #endif
