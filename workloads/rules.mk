@@ -25,9 +25,9 @@ endif
 
 workloads: $(WL_BINS)
 
-$(WL_BUILD)/models.h: $(WL_DIR)/models.yaml $(WL_DIR)/gen_models.py
+$(WL_BUILD)/models.h: $(WL_DIR)/models.yaml $(WL_DIR)/gen_models.py $(WL_DIR)/models.py
 	@mkdir -p $(WL_BUILD)
-	$(PYTHON) $(WL_DIR)/gen_models.py $< $@
+	$(PYTHON) -m workloads.gen_models $< $@
 
 # Sources of one attention kernel family: its own file, plus what every family shares.
 ATTN_MAIN  := $(WL_DIR)/src/attention/main.c $(WL_DIR)/src/attention/lmul.c
