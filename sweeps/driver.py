@@ -16,12 +16,10 @@ from typing import Any, TextIO
 
 from sweeps.checks import MAX_POINTS, check_grid, check_only_values
 from sweeps.executors import LocalExecutor, default_jobs, fmt_s
-from sweeps.gem5find import Gem5Error, export_gem5, stamp_provenance
-from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config, point_matches
+from sweeps.hashes import HashCache
+from sweeps.plan import Plan, Run, build_plan, point_matches
 from sweeps.render import environment, render
 from sweeps.results import (
-    FAILED,
-    RESUMED,
     SweepLock,
     read_status,
     remove_stale_tmp,
@@ -30,6 +28,8 @@ from sweeps.results import (
     write_text_atomic,
 )
 from sweeps.spec import REPO, Spec, SpecError, _shown, load_spec
+from system.gem5find import Gem5Error, export_gem5, stamp_provenance
+from vecscale.vocab import FAILED, RESUMED, gem5_config
 
 DEFAULT_RESULTS = REPO / "results"
 
@@ -68,10 +68,15 @@ def precompile_runner() -> None:
     import importlib.util
     import py_compile
 
-    for name in ("__init__.py", "results.py", "runner.py"):
-        src = str(Path(__file__).with_name(name))
+    import vecscale.vocab
+
+    here, vocab = Path(__file__), Path(vecscale.vocab.__file__)
+    for src in (*(here.with_name(n) for n in ("__init__.py", "results.py", "runner.py",
+                                              "lifetime.py")),
+                vocab, vocab.with_name("__init__.py")):
         try:
-            py_compile.compile(src, cfile=importlib.util.cache_from_source(src), doraise=True)
+            py_compile.compile(str(src), cfile=importlib.util.cache_from_source(str(src)),
+                               doraise=True)
         except (OSError, py_compile.PyCompileError):
             pass
 
@@ -284,7 +289,7 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     spec, path, text, full = load_and_plan(spec_arg, opts.results, require_inputs=True,
                                            max_points=opts.max_points)
     plan = restrict(full, parse_only(opts.only))
-    if spec.target == "gem5" and not gem5_config().is_file():
+    if spec.target == "gem5" and not Path(gem5_config()).is_file():
         raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
     if spec.target == "qemu" and not shutil.which(os.environ.get("QEMU") or "qemu-riscv64"):
         raise SpecError("qemu-riscv64: not found on PATH (apt-get install qemu-user)")
@@ -307,7 +312,7 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
         if dirs and spec.target == "gem5":
             from sweeps import refs
 
-            made, secs, problems = refs.make_missing(todo, runs_dir,
+            made, secs, problems = refs.make_missing({r.id: r.run_json for r in todo}, runs_dir,
                                                      opts.jobs or os.cpu_count() or 1)
             for p in problems:
                 out.write(f"warning: reference file: {p}\n")

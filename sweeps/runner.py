@@ -23,10 +23,10 @@ from typing import Any
 
 from sweeps.lifetime import die_with_parent
 from sweeps.results import OUTPUTS, read_status, remove_stale_tmp, tail, write_json_atomic
+from vecscale.vocab import gem5_config, workload_dir
 
 # Imports are kept to the standard library's cheap modules (no pathlib, argparse, platform):
 # this process starts once per run, and its start-up time is the driver's overhead.
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAIL = 2000
 
 
@@ -71,18 +71,18 @@ def command(run: dict[str, Any], rundir: str) -> tuple[list[str], str, str]:
         vlen = int(run["qemu"]["vlen"])
         qemu = os.environ.get("QEMU") or "qemu-riscv64"
         cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
-        return ([qemu, "-cpu", cpu, wl["path"], *wl["args"]], _p(rundir, "stdout"),
+        binary = _p(workload_dir(), wl["binary"])  # run.json names no path of the host
+        return ([qemu, "-cpu", cpu, binary, *wl["args"]], _p(rundir, "stdout"),
                 _p(rundir, "stderr"))
-    from sweeps.gem5find import Gem5Error, find_gem5  # gem5 runs only: start-up cost
+    from system.gem5find import Gem5Error, find_gem5  # gem5 runs only: start-up cost
 
     try:
         gem5 = find_gem5()  # cmd.sh exports the path the driver resolved
     except Gem5Error as e:
         raise RuntimeError(str(e)) from None
     os.environ["GEM5"] = gem5  # what _stamp() reads for the provenance
-    config = os.environ.get("VECSCALE_GEM5_CONFIG") or _p(REPO, "configs", "run.py")
     log = _p(rundir, "gem5.log")
-    return gem5_argv(gem5, rundir, config), log, log
+    return gem5_argv(gem5, rundir, gem5_config()), log, log
 
 
 def gem5_argv(gem5: str, rundir: str, config: str) -> list[str]:
@@ -240,7 +240,7 @@ def _stamp(run: dict[str, Any]) -> dict[str, Any]:
     """The gem5 build stamp's series hash and commit (gem5 runs; None without a stamp)."""
     if run["target"] != "gem5":
         return {}
-    from sweeps.gem5find import stamp_provenance
+    from system.gem5find import stamp_provenance
 
     return stamp_provenance(os.environ.get("GEM5"))
 

@@ -8,6 +8,8 @@ Kernel names live in the kernel registry (workloads/kernels.py).
 
 from __future__ import annotations
 
+import os
+
 # ----------------------------------------------------------------------------- gem5
 
 #: gem5 v24.0.0.1 OpClass names, in the order of src/cpu/FuncUnit.py (OpClass.vals); the
@@ -86,6 +88,8 @@ MEM_BYTES_PER_CYCLE = 64
 
 #: vector timing models of gem5-patches/ (BaseMinorCPU.vecTimingModel)
 TIMING_MODELS: tuple[str, ...] = ("fixed", "vl-scaled", "lanes")
+#: timing models whose latencies do not depend on the lane count
+LANE_FREE_TIMING_MODELS: frozenset[str] = frozenset({"fixed"})
 
 #: DRAM interface -> the memory system of gem5 v24's standard library that configs/run.py
 #: builds for it (src/python/gem5/components/memory/single_channel.py; DDR5 comes as a
@@ -119,3 +123,19 @@ STATUSES: tuple[str, ...] = ("ok", "wrong-result", "gem5-error", "timeout", "kil
 #: plain `run` runs it again; every other status is a verdict that stays until --retry-failed
 RESUMED: frozenset[str] = frozenset({"killed"})
 FAILED: frozenset[str] = frozenset(STATUSES) - {"ok"} - RESUMED
+
+# ----------------------------------------------------------------------------- files
+
+#: the repository (this file is vecscale/vocab.py)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def workload_dir() -> str:
+    """Where the workload binaries are: $VECSCALE_WORKLOADS (the tests put stand-ins there),
+    else workloads/build. run.json names a binary only by file name."""
+    return os.environ.get("VECSCALE_WORKLOADS") or os.path.join(REPO, "workloads", "build")
+
+
+def gem5_config() -> str:
+    """The script gem5 runs: $VECSCALE_GEM5_CONFIG (tests), else configs/run.py."""
+    return os.environ.get("VECSCALE_GEM5_CONFIG") or os.path.join(REPO, "configs", "run.py")

@@ -40,11 +40,11 @@ UniqueKeyLoader.add_constructor(
 )
 
 
-def read_yaml(path: Path, shown: str, error: type[Exception], cannot_read_hint: str = "") -> Any:
-    """The YAML document in `path` (UTF-8, no key twice in a mapping); `error(one line)` when
-    it cannot be read or parsed. `shown` is the file name the message starts with."""
+def read_text(path: Path, shown: str, error: type[Exception], cannot_read_hint: str = "") -> str:
+    """A file's UTF-8 text; `error(one line)` when it cannot be read or is not UTF-8. `shown`
+    is the file name the message starts with."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         line = path.read_bytes()[:e.start].count(b"\n") + 1
         raise error(f"{shown}: line {line}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
@@ -52,6 +52,11 @@ def read_yaml(path: Path, shown: str, error: type[Exception], cannot_read_hint: 
     except OSError as e:
         hint = f"; {cannot_read_hint}" if cannot_read_hint else ""
         raise error(f"{shown}: cannot read: {e.strerror or e}{hint}") from None
+
+
+def parse_yaml(text: str, shown: str, error: type[Exception]) -> Any:
+    """The YAML document in `text` (no key twice in a mapping); `error(one line)` naming the
+    line and column of a syntax error."""
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as e:
@@ -62,6 +67,11 @@ def read_yaml(path: Path, shown: str, error: type[Exception], cannot_read_hint: 
             problem = (f"{problem}: a key may be given once per mapping (YAML would keep the "
                        "last one silently)")
         raise error(f"{shown}: YAML syntax error at {where}: {problem}") from None
+
+
+def read_yaml(path: Path, shown: str, error: type[Exception]) -> Any:
+    """parse_yaml(read_text(...))."""
+    return parse_yaml(read_text(path, shown, error), shown, error)
 
 
 _TYPE_WORDS = {

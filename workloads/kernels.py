@@ -59,6 +59,10 @@ class Family:
     used_axes: Callable[[str | None], set[str]]  # phase -> problem axes a run uses
     by_hand: str  # binary with every kernel, built for use by hand and in the tests
     reference_kernel: str | None = None  # computes a sweep's reference files (sweeps/refs.py)
+    #: axes removed from this family's points: a q8 point has no phase, so the attention
+    #: axes would only repeat it (attention points keep proj and max_rows, which their runs
+    #: set to null like every axis a kernel ignores)
+    drops: tuple[str, ...] = ()
 
 
 def _attention_args(axes: Mapping[str, Any]) -> list[str]:
@@ -75,7 +79,7 @@ ATTENTION = Family("attention", ("phase", "precision", "n", "l"), _attention_arg
                    lambda phase: {"phase", "precision", "n" if phase == "prefill" else "l"},
                    by_hand="attention", reference_kernel="ggml-scalar")
 Q8 = Family("q8", ("proj", "max_rows"), _q8_args, lambda _phase: {"proj", "max_rows"},
-            by_hand="q8")
+            by_hand="q8", drops=ATTENTION.axes)
 FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8)}
 
 

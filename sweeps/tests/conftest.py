@@ -131,7 +131,7 @@ class Fakes:
 def real_gem5() -> str | None:
     """The gem5 the gem5-gated tests run on ($GEM5, else the `make gem5` build), looked up
     with the real environment, before no_gem5_build() hides the build."""
-    from sweeps.gem5find import Gem5Error, find_gem5
+    from system.gem5find import Gem5Error, find_gem5
 
     try:
         return find_gem5()

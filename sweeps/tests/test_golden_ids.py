@@ -6,7 +6,8 @@ it. Three checks:
 
 - every shipped spec, planned with fixed stand-ins for the binary, gem5 and patch hashes,
   gives the same (point -> run id) map as recorded in golden_ids.json;
-- every run.json kept in an archive hashes to its own id (the id formula is unchanged);
+- every run.json kept in an archive hashes to its own id (sweeps.identity.run_id is the
+  formula the archived runs were made with);
 - an archive planned from its own sweep.yaml with the hashes it recorded gives its ids
   again (the uarch files, the planner and the workload arguments are unchanged), for the
   archives made by the current planner.
@@ -28,7 +29,9 @@ from typing import Any
 import pytest
 
 from sweeps import plan as plan_mod
-from sweeps.plan import HashCache, build_plan, canonical
+from sweeps.hashes import HashCache
+from sweeps.identity import canonical, run_id
+from sweeps.plan import build_plan
 from sweeps.spec import SPEC_DIR, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,42 +103,12 @@ def archived_runs(archive: Path) -> tuple[dict[str, dict[str, Any]], list[dict[s
     return runs, points
 
 
-def id_of(run: dict[str, Any]) -> str:
-    """The run id as the planner computes it, from what a run.json records (an independent
-    statement of the formula: sweeps/README.md, "Run identity")."""
-    wl = run["workload"]
-    system = run["system"]
-    if system is not None:
-        system = dict(system)
-        kernel = run["axes"]["kernel"]
-        if kernel in ("ggml-scalar", "q8-scalar"):
-            for k in ("uarch", "vlen", "lanes", "lane_bits", "timing_model", "lanes_model"):
-                system.pop(k, None)
-            system["op_latency"] = {k: v for k, v in system["op_latency"].items()
-                                    if not k.startswith("Simd")}
-        elif system["timing_model"] == "fixed":
-            for k in ("lanes", "lane_bits", "uarch"):
-                system.pop(k, None)
-        else:
-            system.pop("uarch", None)
-    qemu = run.get("qemu")
-    scalar = run["axes"]["kernel"] in ("ggml-scalar", "q8-scalar")
-    identity = {"args": wl["args"], "binary": wl["binary"], "gem5": str(run["gem5_sha256"]),
-                "patches": str(run["patches_sha256"]),
-                "qemu_vlen": None if scalar or qemu is None else qemu["vlen"],
-                "schema": run["schema"], "sha256": str(wl["sha256"]), "system": system,
-                "target": run["target"]}
-    if "stack" in wl:
-        identity["stack"] = wl["stack"]
-    return hashlib.sha256(canonical(identity).encode()).hexdigest()[:16]
-
-
 @pytest.mark.parametrize("archive", ARCHIVES, ids=[a.name for a in ARCHIVES])
 def test_archived_run_json_hashes_to_its_id(archive: Path) -> None:
     runs, points = archived_runs(archive)
     assert runs, f"{archive.name}: no run.json in runs.tar.gz"
     for rid, run in runs.items():
-        assert run["id"] == rid and id_of(run) == rid, (archive.name, rid)
+        assert run["id"] == rid and run_id(run) == rid, (archive.name, rid)
     assert {p["run"] for p in points} <= set(runs)
 
 

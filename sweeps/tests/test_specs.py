@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sweeps.plan import HashCache, build_plan
+from sweeps.hashes import HashCache
+from sweeps.plan import build_plan
 from sweeps.spec import SCHEMA_FILE, SpecError, load_spec, schema_text
 from sweeps.tests.conftest import ROOT
 
@@ -206,7 +207,7 @@ def test_gem5_runs_get_a_fixed_stack_layout(monkeypatch: pytest.MonkeyPatch,
                                             tmp_path: Path) -> None:
     """Every gem5 run carries the stack layout configs/run.py pads to; a shift is part of
     the run's identity, and QEMU runs have none."""
-    from sweeps.plan import STACK_AREA
+    from sweeps.runjson import STACK_AREA
 
     monkeypatch.setenv("GEM5", str(SCHEMA_FILE))
     plain = plan_of(GOOD_G, tmp_path)

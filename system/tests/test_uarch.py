@@ -1,4 +1,4 @@
-"""Tests of sweeps.uarch: the latency formula, resolve(), error messages, extends, CLI."""
+"""Tests of the system package: the latency formula, resolve(), error messages, extends, CLI."""
 
 from __future__ import annotations
 
@@ -12,17 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from sweeps.uarch import (
-    GEM5_OP_CLASSES,
-    UARCH_DIR,
-    UarchError,
-    effective_latency,
-    list_uarchs,
-    load_uarch,
-    main,
-    resolve,
-    vl_scaled_latency,
-)
+from system.cli import main
+from system.latency import effective_latency, vl_scaled_latency
+from system.loader import UARCH_DIR, UarchError, list_uarchs, load_uarch
+from system.resolved import resolve
+from vecscale.vocab import GEM5_OP_CLASSES
 
 REPO = Path(__file__).resolve().parents[2]
 RESOLVED_KEYS = {
@@ -451,7 +445,7 @@ def test_extends_child_error_names_child(tmp_path: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sweeps.uarch", *args],
+        [sys.executable, "-m", "system", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
