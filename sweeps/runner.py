@@ -171,6 +171,29 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
         except FileNotFoundError:
             pass
     remove_stale_tmp(rundir)  # half-written files of a runner killed mid-write
+    started, t0 = now(), time.monotonic()
+    status, cause, code, rc, err = _run_target(run, rundir, timeout, grace)
+    err_file = _p(rundir, "simerr" if run["target"] == "gem5" else "stderr")
+    st = {
+        "status": status,
+        "cause": cause,
+        "stderr_tail": tail(err_file if os.path.exists(err_file) else err, TAIL),
+        "wall_s": round(time.monotonic() - t0, 3),
+        "exit_code": code,
+        "process_rc": rc,
+        "target": run["target"],
+        "id": run.get("id", os.path.basename(rundir)),
+        "provenance": _provenance(run, started),
+    }
+    write_json_atomic(_p(rundir, "status.json"), st)
+    os.close(lock_fd)
+    return 0 if status == "ok" else 1
+
+
+def _run_target(run: dict[str, Any], rundir: str, timeout: float | None, grace: float
+                ) -> tuple[str, str, int | None, int, str]:
+    """Start the target, wait for it (or stop it), classify: (status, cause, workload exit
+    code, process return code, stderr file)."""
     stop = Stop()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -178,9 +201,7 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    started, t0 = now(), time.monotonic()
-    start_error: str | None = None
-    rc, why = -1, None
+    rc, why, start_error = -1, None, None
     try:
         argv, out, err = command(run, rundir)
     except RuntimeError as e:
@@ -195,45 +216,32 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
                 rc, why = _wait(proc, timeout, grace, stop)
             except OSError as e:
                 start_error = f"cannot start {argv[0]}: {e.strerror}"
-    wall = time.monotonic() - t0
     if start_error is not None:
         with open(err, "w") as f:
             f.write(start_error + "\n")
-        status, cause, code = "crashed", start_error, None
+        return "crashed", start_error, None, rc, err
+    if why == "timeout":
+        stop_cause = f"exceeded the {timeout:g} s timeout; stopped with SIGINT"
     else:
-        if why == "timeout":
-            stop_cause = f"exceeded the {timeout:g} s timeout; stopped with SIGINT"
-        else:
-            stop_cause = f"stopped by {signal_name(stop.signum or signal.SIGINT)} to the runner"
-        if why and rc == -signal.SIGKILL:
-            stop_cause += f", SIGKILL after {grace:g} s grace"
-        status, cause, code = classify(run, rundir, rc, why, stop_cause)
-    err_file = _p(rundir, "simerr" if run["target"] == "gem5" else "stderr")
-    st = {
-        "status": status,
-        "cause": cause,
-        "stderr_tail": tail(err_file if os.path.exists(err_file) else err, TAIL),
-        "wall_s": round(wall, 3),
-        "exit_code": code,
-        "process_rc": rc,
-        "target": run["target"],
-        "id": run.get("id", os.path.basename(rundir)),
-        "provenance": {
-            "vecscale_git": os.environ.get("VECSCALE_GIT"),
-            "workload_sha256": run["workload"].get("sha256"),
-            "gem5_sha256": run.get("gem5_sha256"),
-            "patches_sha256": run.get("patches_sha256"),
-            **_stamp(run),
-            "host": os.uname().nodename,
-            "python": sys.version.split()[0],
-            "slurm_job_id": _slurm_id(),
-            "started": started,
-            "finished": now(),
-        },
+        stop_cause = f"stopped by {signal_name(stop.signum or signal.SIGINT)} to the runner"
+    if why and rc == -signal.SIGKILL:
+        stop_cause += f", SIGKILL after {grace:g} s grace"
+    return (*classify(run, rundir, rc, why, stop_cause), rc, err)
+
+
+def _provenance(run: dict[str, Any], started: str) -> dict[str, Any]:
+    return {
+        "vecscale_git": os.environ.get("VECSCALE_GIT"),
+        "workload_sha256": run["workload"].get("sha256"),
+        "gem5_sha256": run.get("gem5_sha256"),
+        "patches_sha256": run.get("patches_sha256"),
+        **_stamp(run),
+        "host": os.uname().nodename,
+        "python": sys.version.split()[0],
+        "slurm_job_id": _slurm_id(),
+        "started": started,
+        "finished": now(),
     }
-    write_json_atomic(_p(rundir, "status.json"), st)
-    os.close(lock_fd)
-    return 0 if status == "ok" else 1
 
 
 def _stamp(run: dict[str, Any]) -> dict[str, Any]:
