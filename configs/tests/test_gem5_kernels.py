@@ -13,9 +13,12 @@ import sys
 
 import pytest
 
+from workloads.kernels import ATTENTION, names
+from workloads.kernels import kernel as registry_kernel
+
 pytestmark = pytest.mark.gem5
 
-KERNELS = ["ggml-scalar", "ggml-vec", "fa-v"]
+KERNELS = names(ATTENTION)
 PHASES = {"prefill": ["--phase", "prefill", "--n", "64"],
           "decode": ["--phase", "decode", "--l", "256"]}
 POINTS = [("paper-fixed", 512, "none"), ("paper-fixed", 8192, "none"),
@@ -28,7 +31,7 @@ def kernel_cases() -> list:
     for kernel in KERNELS:
         for phase, args in PHASES.items():
             for point in POINTS:
-                if kernel == "ggml-scalar" and point != POINTS[0]:
+                if not registry_kernel(kernel).vector and point != POINTS[0]:
                     continue  # ignores VLEN and the vector timing model: one point is enough
                 out.append(pytest.param(kernel, args, *point,
                                         id="-".join(map(str, (kernel, phase, *point)))))
