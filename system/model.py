@@ -47,6 +47,11 @@ def is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+def _known_op_class(op: str) -> None:
+    if op not in GEM5_OP_CLASSES:
+        raise ValueError(f"[{op}] not a gem5 v24 OpClass name")
+
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -68,6 +73,20 @@ class Axis(_Strict):
             raise ValueError("give min and max, or allowed")
         if has_range and (self.min is None or self.max is None):
             raise ValueError("give both min and max")
+        return self
+
+    def keyed(self) -> list[tuple[str, int]]:
+        """(key, value) of every bound or allowed value, the key for error messages."""
+        if self.allowed is not None:
+            return [("allowed", v) for v in self.allowed]
+        assert self.min is not None and self.max is not None
+        return [("min", self.min), ("max", self.max)]
+
+    def in_order(self) -> Axis:
+        """Itself, unless min is greater than max."""
+        lo, hi = self.values_bounds()
+        if self.allowed is None and lo > hi:
+            raise ValueError(f"[min] {lo} is greater than max {hi}")
         return self
 
     def values_bounds(self) -> tuple[int, int]:
@@ -169,8 +188,7 @@ class LanesModel(_Strict):
     @classmethod
     def _group_keys(cls, v: dict[str, str]) -> dict[str, str]:
         for op, group in v.items():
-            if op not in GEM5_OP_CLASSES:
-                raise ValueError(f"[{op}] not a gem5 v24 OpClass name")
+            _known_op_class(op)
             if op not in DEFAULT_LANE_GROUPS:
                 raise ValueError(
                     f"[{op}] not a class the lanes model times (vector arithmetic, "
@@ -218,36 +236,24 @@ class Uarch(_Strict):
     @field_validator("vlen")
     @classmethod
     def _vlen_values(cls, v: Axis) -> Axis:
-        values = v.allowed if v.allowed is not None else [v.min, v.max]
-        keys = ["allowed"] * len(values) if v.allowed is not None else ["min", "max"]
-        for key, value in zip(keys, values, strict=True):
-            assert value is not None
+        for key, value in v.keyed():
             if not is_pow2(value):
                 raise ValueError(f"[{key}] {value} is not a power of two")
             if not VLEN_MIN <= value <= VLEN_MAX:
                 raise ValueError(f"[{key}] {value} outside {VLEN_MIN}..{VLEN_MAX}")
-        lo, hi = v.values_bounds()
-        if v.allowed is None and lo > hi:
-            raise ValueError(f"[min] {lo} is greater than max {hi}")
-        return v
+        return v.in_order()
 
     @field_validator("lanes")
     @classmethod
     def _lanes_values(cls, v: Axis | None) -> Axis | None:
         if v is None:
             return v
-        values = v.allowed if v.allowed is not None else [v.min, v.max]
-        keys = ["allowed"] * len(values) if v.allowed is not None else ["min", "max"]
-        for key, value in zip(keys, values, strict=True):
-            assert value is not None
+        for key, value in v.keyed():
             if value < 1:
                 raise ValueError(f"[{key}] {value} must be >= 1")
             if value > 4096:
                 raise ValueError(f"[{key}] {value} must be <= 4096")
-        lo, hi = v.values_bounds()
-        if v.allowed is None and lo > hi:
-            raise ValueError(f"[min] {lo} is greater than max {hi}")
-        return v
+        return v.in_order()
 
     @field_validator("lane_bits")
     @classmethod
@@ -260,8 +266,7 @@ class Uarch(_Strict):
     @classmethod
     def _op_classes(cls, v: dict[str, int]) -> dict[str, int]:
         for op, cycles in v.items():
-            if op not in GEM5_OP_CLASSES:
-                raise ValueError(f"[{op}] not a gem5 v24 OpClass name")
+            _known_op_class(op)
             if not 1 <= cycles <= 10000:
                 raise ValueError(f"[{op}] {cycles} cycles outside 1..10000")
         return v
