@@ -23,6 +23,8 @@ SOURCES = {"attention": ROOT / "workloads/src/attention/main.c",
            "q8": ROOT / "workloads/src/q8/q8_main.c"}
 HARNESS = ROOT / "workloads/src/common/harness.c"
 OPTION = re.compile(r'\barg_\w+\(&?a, "([a-z0-9-]+)"')
+#: a row of a kernel table that names the kernel's own option (q8_main.c)
+OWN_OPTION = re.compile(r'= \{"[a-z0-9-]+", \w+, "([a-z0-9-]+)", \w+\}')
 
 #: options a workload reads that are not sweep axes, and why
 NOT_AXES = {
@@ -41,8 +43,9 @@ OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}}
 
 
 def options(family: Family) -> set[str]:
-    return set(OPTION.findall(SOURCES[family.name].read_text())) | set(
-        OPTION.findall(HARNESS.read_text()))
+    text = SOURCES[family.name].read_text()
+    return {*OPTION.findall(text), *OWN_OPTION.findall(text),
+            *OPTION.findall(HARNESS.read_text())}
 
 
 def planned_flags(family: Family) -> set[str]:
