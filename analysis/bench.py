@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .collect import _stats_metrics
+from .metrics import stats_metrics
 from .stats import read_text, roi_dump
 
 DATA = Path(__file__).parent / "tests" / "data"
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         t_ours = t_base = float("inf")
         for _ in range(args.repeat):  # alternate, keep the best of each (the host is shared)
             t0 = time.perf_counter()
-            ours = [_stats_metrics(read_text(f), str(f), 1) for f in files]
+            ours = [stats_metrics(read_text(f), str(f), 1) for f in files]
             t_ours = min(t_ours, time.perf_counter() - t0)
             t0 = time.perf_counter()
             base = [regex_parse(f, cpus[i % len(src)]) for i, f in enumerate(files)]

@@ -18,28 +18,20 @@ import shutil
 import tarfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .stats import StatsError, parse_text, read_text
-from .synth import OP_CLASSES, VEC_UNIT_CLASSES
+from workloads.kernels import family_of
+
+from .compact import ROI_ONLY_STATS, RUNS_ARCHIVE
+from .metrics import derived, num, pick, shape_metrics, stats_metrics
+from .stats import StatsError, read_text
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
 SCHEMA = 5
-
-SIMD_CLASSES = [c for c in OP_CLASSES if c.startswith("Simd")]
-#: column prefix -> the cache's stat group, tried in order: the standard library's board
-#: (configs/run.py), then the classic se.py names
-CACHES = {"l1d": ("board.cache_hierarchy.l1dcaches", "system.cpu.dcache"),
-          "l2": ("board.cache_hierarchy.l2cache", "system.l2cache")}
-ELEM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
-ELEM_BITS = {k: 8 * v for k, v in ELEM_BYTES.items()}
-Q8_BLOCK = 32  # int8 values per block_q8_0
-Q8_BLOCK_BYTES = 34  # fp16 scale + 32 int8
 
 
 class CollectError(Exception):
@@ -52,19 +44,6 @@ class Collected:
     parsed: int = 0  # runs read from disk this time
     reused: int = 0  # runs taken from the cache
     notes: list[str] = field(default_factory=list)
-
-
-@lru_cache(maxsize=4)
-def load_models(path: str | None = None) -> dict[str, dict[str, int]]:
-    """workloads/models.yaml of this repository (empty when it cannot be read)."""
-    p = Path(path) if path else Path(__file__).resolve().parents[1] / "workloads" / "models.yaml"
-    try:
-        import yaml
-
-        data = yaml.safe_load(p.read_text())
-    except Exception:  # noqa: BLE001 - shapes then come from result.json only
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _read_json(path: Path, what: str) -> tuple[dict[str, Any] | None, str]:
@@ -88,79 +67,6 @@ def _read_json(path: Path, what: str) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(obj, dict):
         return None, f"{what}: expected a JSON object"
     return obj, ""
-
-
-def _num(x: Any) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
-
-
-def attention_flops(phase: str, heads: float, head_dim: float, n: float, l_: float) -> float:
-    """4*heads*D per (query, key) pair: QK^T and PV, a multiply and an add each."""
-    if phase == "prefill":
-        pairs = n * (n + 1) / 2  # causal: query i sees keys 0..i
-    elif phase == "decode":
-        pairs = l_
-    else:
-        return math.nan
-    return 4.0 * heads * head_dim * pairs
-
-
-def attention_bytes(phase: str, heads: float, kv_heads: float, head_dim: float, n: float,
-                    l_: float, esize: float) -> float:
-    """Compulsory traffic: read Q, K, V once, write O once."""
-    if phase == "prefill":
-        return esize * head_dim * (2 * n * heads + 2 * n * kv_heads)
-    if phase == "decode":
-        return esize * head_dim * (2 * heads + 2 * l_ * kv_heads)
-    return math.nan
-
-
-def q8_bytes(rows: float, cols: float) -> float:
-    """Q8_0 weights and activations (34 bytes per 32 values) in, fp32 outputs out."""
-    blocks = cols / Q8_BLOCK
-    return rows * blocks * Q8_BLOCK_BYTES + blocks * Q8_BLOCK_BYTES + rows * 4
-
-
-def _pick(key: str, *sources: dict[str, Any], default: Any = None) -> Any:
-    """The first value of key that is not None (axes hold None for unused axes)."""
-    for s in sources:
-        v = s.get(key)
-        if v is not None:
-            return v
-    return default
-
-
-def _shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, float]:
-    kernel = str(_pick("kernel", axes, result, default=""))
-    workload = str(result.get("workload") or ("q8" if kernel.startswith("q8") else "attention"))
-    precision = str(_pick("precision", axes, result, default="fp32"))
-    out: dict[str, float] = {}
-    if workload == "q8":
-        rows, cols = _num(_pick("rows", result, axes)), _num(_pick("cols", result, axes))
-        out["flops"] = 2.0 * rows * cols
-        out["bytes_min"] = q8_bytes(rows, cols)
-        return out
-    model = load_models().get(str(_pick("model", axes, result, default="")), {})
-    heads = _num(_pick("heads", result, model))
-    kv = _num(_pick("kv_heads", result, model))
-    d = _num(_pick("head_dim", result, model))
-    phase = str(_pick("phase", axes, result, default=""))
-    n = _num(_pick("n", result, axes))
-    l_ = _num(_pick("l", result, axes))
-    out["flops"] = attention_flops(phase, heads, d, n, l_)
-    out["bytes_min"] = attention_bytes(phase, heads, kv, d, n, l_,
-                                       ELEM_BYTES.get(precision, math.nan))
-    return out
-
-
-#: a compacted run (analysis/compact.py) keeps only its ROI dump, filtered, under this name
-ROI_ONLY_STATS = "stats.roi.txt"
-#: a compacted sweep keeps its runs/ folder in this one archive (unpacked on first use)
-RUNS_ARCHIVE = "runs.tar.gz"
 
 
 def unpack_runs(root: Path) -> None:
@@ -187,81 +93,13 @@ def unpack_runs(root: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _stats_metrics(text: str, source: str, roi: int, roi_only: bool = False) -> dict[str, Any]:
-    dumps = parse_text(text, source)
-    if not 1 <= roi <= len(dumps):
-        raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
-    if roi == len(dumps) == 1 and not roi_only:
-        # gem5 always appends a dump at exit (atexit), so a file with one dump has no ROI
-        # dump: the workload's dump_stats never ran (ROI m5ops not enabled?).
-        raise StatsError(f"{source}: only one dump (gem5's exit dump): the workload's ROI "
-                         "dump is missing")
-    d = dumps[roi - 1]
-    m: dict[str, Any] = {"n_dumps": len(dumps)}
-    cpu = d.cpu()
-    m["cycles"] = d.get(f"{cpu}.numCycles")
-    ticks, freq = d.get("simTicks", math.nan), d.get("simFreq", math.nan)
-    m["sim_ticks"] = ticks
-    m["sim_seconds"] = ticks / freq if freq and math.isfinite(freq) else d.get(
-        "simSeconds", math.nan)
-    m["host_seconds"] = d.get("hostSeconds", math.nan)
-    m["insts"] = d.get(f"{cpu}.commitStats0.numInsts")
-    m["ops"] = d.get(f"{cpu}.commitStats0.numOps")
-    itype = d.vector(f"{cpu}.commitStats0.committedInstType")
-    tot = 0.0
-    for c in SIMD_CLASSES:
-        v = itype.get(c, 0.0)
-        m[f"vec_uops_{c}"] = v
-        tot += v
-    m["vec_uops_total"] = tot
-    for col, groups in CACHES.items():
-        for g in groups:
-            if d.has(f"{g}.demandAccesses::total"):
-                m[f"{col}_accesses"] = d.get(f"{g}.demandAccesses::total")
-                m[f"{col}_misses"] = d.get(f"{g}.demandMisses::total")  # nozero
-                break
-    vt = f"{cpu}.vecTiming."
-    has_vt = d.has_prefix(vt)
-    m["has_vec_timing"] = has_vt
-    if has_vt:
-        busy = d.vector(vt + "busyCycles")
-        for c in SIMD_CLASSES:
-            m[f"vec_busy_{c}"] = busy.get(c, 0.0)
-        m["vec_busy_total"] = busy.get("total", sum(v for k, v in busy.items() if k != "total"))
-        elems = d.vector(vt + "elements")
-        m["vec_elems_total"] = elems.get(
-            "total", sum(v for k, v in elems.items() if k != "total"))
-        uops = d.vector(vt + "microOps")
-        m["vec_timing_uops_total"] = uops.get(
-            "total", sum(v for k, v in uops.items() if k != "total"))
-        # elementBits covers the arithmetic classes only: their micro-ops and elements too
-        m["vec_timing_uops_arith"] = sum(v for k, v in uops.items() if k in VEC_UNIT_CLASSES)
-        m["vec_elems_arith"] = sum(v for k, v in elems.items() if k in VEC_UNIT_CLASSES)
-        m["vec_element_bits"] = d.get(vt + "elementBits")  # absent reads as 0
-        wait = d.vector(vt + "waitCycles")
-        m["vec_wait_total"] = wait.get("total", sum(v for k, v in wait.items() if k != "total"))
-        m["lane_util"] = d.get(vt + "laneUtilization")  # nozero: absent means 0
-    return m
-
-
 def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     """One row for one run folder. Never raises for bad content: problems go to
     the ``analysis_error`` column."""
     rel = str(run_dir.relative_to(base)) if base else run_dir.name
     row: dict[str, Any] = {"id": run_dir.name}
     errors: list[str] = []
-    status, err = _read_json(run_dir / "status.json", f"{rel}/status.json")
-    if err:
-        errors.append(err)
-    if status is None:
-        row["status"] = "bad-status" if err else "incomplete"
-        row["cause"] = err or "no status.json (not finished)"
-        status = {}
-    else:
-        row["status"] = str(status.get("status", "unknown"))
-        row["cause"] = str(status.get("cause", "") or "")
-        row["wall_s"] = _num(status.get("wall_s"))
-        row["exit_code"] = _num(status.get("exit_code"))
+    status = _status_columns(row, run_dir, rel, errors)
     run, err = _read_json(run_dir / "run.json", f"{rel}/run.json")
     if err:
         errors.append(err)
@@ -269,57 +107,77 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     axes = run.get("axes") if isinstance(run.get("axes"), dict) else {}
     system = run.get("system") if isinstance(run.get("system"), dict) else {}
     row["target"] = str(status.get("target") or run.get("target") or "")
+    _run_columns(row, axes, system)
+    result, err = _read_json(run_dir / "result.json", f"{rel}/result.json")
+    if err:
+        errors.append(err)
+    result = result or {}
+    _result_columns(row, axes, result)
+    _stats_columns(row, run_dir, rel, run, errors)
+    row.update(derived(row, axes, system, result))
+    cycles = num(row.get("cycles"))
+    row["analysis_error"] = "; ".join(errors)
+    row["usable"] = bool(row["status"] == "ok" and not errors and row["target"] != "qemu"
+                         and math.isfinite(cycles) and cycles > 0)
+    return row
+
+
+def _status_columns(row: dict[str, Any], run_dir: Path, rel: str, errors: list[str]
+                    ) -> dict[str, Any]:
+    status, err = _read_json(run_dir / "status.json", f"{rel}/status.json")
+    if err:
+        errors.append(err)
+    if status is None:
+        row["status"] = "bad-status" if err else "incomplete"
+        row["cause"] = err or "no status.json (not finished)"
+        return {}
+    row["status"] = str(status.get("status", "unknown"))
+    row["cause"] = str(status.get("cause", "") or "")
+    row["wall_s"] = num(status.get("wall_s"))
+    row["exit_code"] = num(status.get("exit_code"))
+    return status
+
+
+def _run_columns(row: dict[str, Any], axes: dict[str, Any], system: dict[str, Any]) -> None:
     row["_axes"] = ",".join(sorted(axes))
     for k, v in axes.items():
         if isinstance(v, (str, int, float, bool)) or v is None:
             row[k] = v
         else:
             row[k] = json.dumps(v, sort_keys=True)
-    lane_bits = _num(_pick("lane_bits", system, default=64))
-    row["lane_bits"] = lane_bits
+    row["lane_bits"] = num(pick("lane_bits", system, default=64))
     oplat = system.get("op_latency")
     row["op_latency"] = json.dumps(oplat, sort_keys=True) if isinstance(oplat, dict) else ""
-    result, err = _read_json(run_dir / "result.json", f"{rel}/result.json")
-    if err:
-        errors.append(err)
-    result = result or {}
+
+
+def _result_columns(row: dict[str, Any], axes: dict[str, Any], result: dict[str, Any]) -> None:
     for k in ("max_abs_err", "max_rel_err"):
-        row[k] = _num(result.get(k))
+        row[k] = num(result.get(k))
     row["pass"] = result.get("pass") if isinstance(result.get("pass"), bool) else None
     # fa-v: the regime that ran (a packed request where VLMAX <= D runs blocked)
     row["regime_run"] = result.get("regime") if isinstance(result.get("regime"), str) else None
-    kernel = str(_pick("kernel", axes, result, default=""))
-    row["workload"] = str(result.get("workload")
-                          or ("q8" if kernel.startswith("q8") else "attention"))
-    row.update(_shape_metrics(axes, result))
+    kernel = str(pick("kernel", axes, result, default=""))
+    row["workload"] = str(result.get("workload") or family_of(kernel))
+    row.update(shape_metrics(axes, result))
+
+
+def _stats_columns(row: dict[str, Any], run_dir: Path, rel: str, run: dict[str, Any],
+                   errors: list[str]) -> None:
     stats_path = run_dir / "stats.txt"
     roi_only = not stats_path.exists() and (run_dir / ROI_ONLY_STATS).exists()
     if roi_only:
         stats_path = run_dir / ROI_ONLY_STATS
-    if row["target"] != "qemu" and (stats_path.exists() or row["status"] == "ok"):
-        shown = f"{rel}/{stats_path.name}"
-        try:
-            roi = 1 if roi_only else int(_pick("roi_dump", run, default=1))
-            row.update(_stats_metrics(read_text(stats_path), shown, roi, roi_only))
-        except StatsError as exc:
-            if row["status"] == "ok":
-                errors.append(str(exc).replace(str(stats_path), shown))
-        except (TypeError, ValueError):
-            errors.append(f"{rel}/run.json: roi_dump is not an integer")
-    cycles = _num(row.get("cycles"))
-    row["flop_per_cycle"] = row["flops"] / cycles if cycles and cycles > 0 else math.nan
-    row["flop_per_byte"] = (row["flops"] / row["bytes_min"]
-                            if row.get("bytes_min") else math.nan)
-    lanes = _num(_pick("lanes", axes, system))
-    ebits = ELEM_BITS.get(str(_pick("precision", axes, result, default="fp32")), math.nan)
-    is_q8 = row["workload"] == "q8"
-    peak = lanes * lane_bits / ebits * 2 if not is_q8 else math.nan
-    row["peak_flop_per_cycle"] = peak
-    row["peak_share"] = row["flop_per_cycle"] / peak if peak and peak > 0 else math.nan
-    row["analysis_error"] = "; ".join(errors)
-    row["usable"] = bool(row["status"] == "ok" and not errors and row["target"] != "qemu"
-                         and math.isfinite(cycles) and cycles > 0)
-    return row
+    if row["target"] == "qemu" or not (stats_path.exists() or row["status"] == "ok"):
+        return
+    shown = f"{rel}/{stats_path.name}"
+    try:
+        roi = 1 if roi_only else int(pick("roi_dump", run, default=1))
+        row.update(stats_metrics(read_text(stats_path), shown, roi, roi_only))
+    except StatsError as exc:
+        if row["status"] == "ok":
+            errors.append(str(exc).replace(str(stats_path), shown))
+    except (TypeError, ValueError):
+        errors.append(f"{rel}/run.json: roi_dump is not an integer")
 
 
 #: every file a run's row is read from: the cache key covers each one's size and mtime

@@ -26,9 +26,12 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple
 
-from .collect import ROI_ONLY_STATS, RUNS_ARCHIVE
 from .stats import BEGIN, END, StatsError, parse_text, read_text
 
+#: a compacted run keeps only its ROI dump, filtered, under this name
+ROI_ONLY_STATS = "stats.roi.txt"
+#: a compacted sweep keeps its runs/ folder in this one archive (collect unpacks it)
+RUNS_ARCHIVE = "runs.tar.gz"
 SWEEP_FILES = ("sweep.yaml", "provenance.json")
 #: large and repetitive (a line per sweep point): kept inside the archive
 ARCHIVED_SWEEP_FILES = ("points.json",)

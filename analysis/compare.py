@@ -14,7 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from .tables import CATEGORIES, q8_breakdown_table, usable
+from workloads.kernels import ATTENTION
+
+from .cycles import q8_breakdown_table
+from .select import usable
 
 #: the paper's gem5 headlines (PAPER.md): model -> value, "*" for the others
 PAPER_PREFILL_VS_SCALAR = {"tinyllama-1.1b": "24x", "llama-3.2-1b": "22-27x",
@@ -60,7 +63,7 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
     u = usable(df)
     if u.empty or "kernel" not in u.columns or "uarch" not in u.columns:
         return pd.DataFrame()
-    att = u[u["workload"] == "attention"].copy()
+    att = u[u["workload"] == ATTENTION.name].copy()
     for col in ("model", "phase", "n", "l", "vlen", "lanes", "timing_model"):
         if col not in att.columns:  # a sweep without that axis
             att[col] = math.nan
@@ -70,74 +73,101 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
         n = _largest(a, "n", phase="prefill")
         L = _largest(a, "l", phase="decode")
         for uarch in sorted(a["uarch"].dropna().unique()):
-            ua = a[(a["uarch"] == uarch) | a["uarch"].isna()]
-            lanes = 8 if (_pick(ua, kernel="fa-v", vlen=512, lanes=8).shape[0]) else None
-            where = f"{uarch}, 512 bit" + (f" x {lanes} lanes" if lanes else "")
-            for phase, size_col, size in (("prefill", "n", n), ("decode", "l", L)):
-                if size is None:
-                    continue
-                p = ua[(ua["phase"] == phase) & (ua[size_col] == size)]
-                fav = _cycles(p, kernel="fa-v", vlen=512, lanes=lanes)
-                vec = _cycles(p, kernel="ggml-vec", vlen=512, lanes=lanes)
-                sca = _cycles(a[(a["phase"] == phase) & (a[size_col] == size)
-                                & (a["kernel"] == "ggml-scalar")
-                                & _scalar_of(a, uarch)], kernel="ggml-scalar")
-                pt = f"{where}, {size_col.upper()} = {int(size)}"
-                vs_s = PAPER_PREFILL_VS_SCALAR if phase == "prefill" else PAPER_DECODE_VS_SCALAR
-                vs_v = PAPER_PREFILL_VS_VEC if phase == "prefill" else PAPER_DECODE_VS_VEC
-                out.append(_row(f"{phase}: FA-V vs ggml-scalar", model,
-                                vs_s.get(model, vs_s.get("*", "-")), _ratio(sca, fav), pt))
-                out.append(_row(f"{phase}: FA-V vs ggml-vec", model,
-                                vs_v.get(model, "-"), _ratio(vec, fav), pt))
+            out += _vs_baselines(a, model, uarch, n, L)
         if n is not None:
-            pre = a[(a["phase"] == "prefill") & (a["n"] == n) & (a["kernel"] == "fa-v")]
-            fixed = pre[pre["timing_model"] == "fixed"]
-            c512, c8k = _cycles(fixed, vlen=512), _cycles(fixed, vlen=8192)
-            out.append(_row("prefill: FA-V 512 -> 8192 bit, constant latency", model,
-                            PAPER_FIXED_SCALING.get(model, PAPER_FIXED_SCALING["*"]),
-                            _ratio(c512, c8k), f"paper-fixed, N = {int(n)}"))
-            for tm, uarch_note in (("vl-scaled", "paper's VL-scaled model"),
-                                   ("lanes", "our lanes model")):
-                m = pre[pre["timing_model"] == tm]
-                for lanes in (8, 16, 32, 64):
-                    c512 = _cycles(m, vlen=512, lanes=lanes)
-                    c4k = _cycles(m, vlen=4096, lanes=lanes)
-                    out.append(_row(f"prefill: FA-V 512 -> 4096 bit, {lanes} lanes", model,
-                                    PAPER_LANES_4096[lanes] if tm == "vl-scaled" else "-",
-                                    _ratio(c512, c4k), f"{uarch_note}, N = {int(n)}"))
+            out += _prefill_scaling(a, model, n)
         if L is not None:
-            dec = a[(a["phase"] == "decode") & (a["l"] == L) & (a["kernel"] == "fa-v")]
-            fixed = dec[dec["timing_model"] == "fixed"]
-            out.append(_row("decode: FA-V 512 -> 4096 bit, constant latency", model,
-                            "~1.2x (TinyLlama, Llama), flat for others",
-                            _ratio(_cycles(fixed, vlen=512), _cycles(fixed, vlen=4096)),
-                            f"paper-fixed, L = {int(L)}"))
-            for tm, note, paper in (("vl-scaled", "paper's VL-scaled model",
-                                     "near-invariant under the lane model"),
-                                    ("lanes", "our lanes model", "-")):
-                m = dec[dec["timing_model"] == tm]
-                out.append(_row("decode: FA-V 512 -> 4096 bit, 64 lanes", model, paper,
-                                _ratio(_cycles(m, vlen=512, lanes=64),
-                                       _cycles(m, vlen=4096, lanes=64)),
-                                f"{note}, L = {int(L)}"))
-    q8 = q8_breakdown_table(df)
-    if not q8.empty:
-        for kernel in ("q8-packed", "q8-split"):
-            k = q8[(q8["kernel"] == kernel) & (q8["vlen"] == 2048)]
-            if "lanes" in k.columns and (k["lanes"] == 16).any():
-                k = k[k["lanes"] == 16]
-            for rec in k.to_dict("records"):
-                paper = PAPER_Q8 if kernel == "q8-packed" else "open question in the paper"
-                where = (f"{rec.get('uarch')}, 2048 bit x {_int(rec.get('lanes'))} lanes, "
-                         f"{rec['method']}, percent")
-                for label, a, b in (("of ROI cycles", "packing", "reduction"),
-                                    ("of vector work", "packing_of_vector",
-                                     "reduction_of_vector")):
-                    share = float(rec[a]) + float(rec[b])
-                    out.append(_row(f"Q8_0 {kernel}: packing + reduction {label}",
-                                    str(rec.get("model")), paper, 100.0 * share, where))
+            out += _decode_scaling(a, model, L)
+    out += _q8_shares(df)
     t = pd.DataFrame(out)
     return t[t["ours"].notna()].reset_index(drop=True) if not t.empty else t
+
+
+def _vs_baselines(a: pd.DataFrame, model: str, uarch: str, n: Any, L: Any
+                  ) -> list[dict[str, Any]]:
+    """FA-V against ggml-scalar and ggml-vec at 512 bits on one uarch, per phase at its
+    largest size."""
+    out = []
+    ua = a[(a["uarch"] == uarch) | a["uarch"].isna()]
+    lanes = 8 if (_pick(ua, kernel="fa-v", vlen=512, lanes=8).shape[0]) else None
+    where = f"{uarch}, 512 bit" + (f" x {lanes} lanes" if lanes else "")
+    for phase, size_col, size in (("prefill", "n", n), ("decode", "l", L)):
+        if size is None:
+            continue
+        p = ua[(ua["phase"] == phase) & (ua[size_col] == size)]
+        fav = _cycles(p, kernel="fa-v", vlen=512, lanes=lanes)
+        vec = _cycles(p, kernel="ggml-vec", vlen=512, lanes=lanes)
+        sca = _cycles(a[(a["phase"] == phase) & (a[size_col] == size)
+                        & (a["kernel"] == "ggml-scalar")
+                        & _scalar_of(a, uarch)], kernel="ggml-scalar")
+        pt = f"{where}, {size_col.upper()} = {int(size)}"
+        vs_s = PAPER_PREFILL_VS_SCALAR if phase == "prefill" else PAPER_DECODE_VS_SCALAR
+        vs_v = PAPER_PREFILL_VS_VEC if phase == "prefill" else PAPER_DECODE_VS_VEC
+        out.append(_row(f"{phase}: FA-V vs ggml-scalar", model,
+                        vs_s.get(model, vs_s.get("*", "-")), _ratio(sca, fav), pt))
+        out.append(_row(f"{phase}: FA-V vs ggml-vec", model,
+                        vs_v.get(model, "-"), _ratio(vec, fav), pt))
+    return out
+
+
+def _prefill_scaling(a: pd.DataFrame, model: str, n: Any) -> list[dict[str, Any]]:
+    pre = a[(a["phase"] == "prefill") & (a["n"] == n) & (a["kernel"] == "fa-v")]
+    fixed = pre[pre["timing_model"] == "fixed"]
+    c512, c8k = _cycles(fixed, vlen=512), _cycles(fixed, vlen=8192)
+    out = [_row("prefill: FA-V 512 -> 8192 bit, constant latency", model,
+                PAPER_FIXED_SCALING.get(model, PAPER_FIXED_SCALING["*"]),
+                _ratio(c512, c8k), f"paper-fixed, N = {int(n)}")]
+    for tm, uarch_note in (("vl-scaled", "paper's VL-scaled model"),
+                           ("lanes", "our lanes model")):
+        m = pre[pre["timing_model"] == tm]
+        for lanes in (8, 16, 32, 64):
+            c512 = _cycles(m, vlen=512, lanes=lanes)
+            c4k = _cycles(m, vlen=4096, lanes=lanes)
+            out.append(_row(f"prefill: FA-V 512 -> 4096 bit, {lanes} lanes", model,
+                            PAPER_LANES_4096[lanes] if tm == "vl-scaled" else "-",
+                            _ratio(c512, c4k), f"{uarch_note}, N = {int(n)}"))
+    return out
+
+
+def _decode_scaling(a: pd.DataFrame, model: str, L: Any) -> list[dict[str, Any]]:
+    dec = a[(a["phase"] == "decode") & (a["l"] == L) & (a["kernel"] == "fa-v")]
+    fixed = dec[dec["timing_model"] == "fixed"]
+    out = [_row("decode: FA-V 512 -> 4096 bit, constant latency", model,
+                "~1.2x (TinyLlama, Llama), flat for others",
+                _ratio(_cycles(fixed, vlen=512), _cycles(fixed, vlen=4096)),
+                f"paper-fixed, L = {int(L)}")]
+    for tm, note, paper in (("vl-scaled", "paper's VL-scaled model",
+                             "near-invariant under the lane model"),
+                            ("lanes", "our lanes model", "-")):
+        m = dec[dec["timing_model"] == tm]
+        out.append(_row("decode: FA-V 512 -> 4096 bit, 64 lanes", model, paper,
+                        _ratio(_cycles(m, vlen=512, lanes=64),
+                               _cycles(m, vlen=4096, lanes=64)),
+                        f"{note}, L = {int(L)}"))
+    return out
+
+
+def _q8_shares(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The Q8_0 packing + reduction share at 2048 bits (16 lanes where there are some)."""
+    out: list[dict[str, Any]] = []
+    q8 = q8_breakdown_table(df)
+    if q8.empty:
+        return out
+    for kernel in ("q8-packed", "q8-split"):
+        k = q8[(q8["kernel"] == kernel) & (q8["vlen"] == 2048)]
+        if "lanes" in k.columns and (k["lanes"] == 16).any():
+            k = k[k["lanes"] == 16]
+        for rec in k.to_dict("records"):
+            paper = PAPER_Q8 if kernel == "q8-packed" else "open question in the paper"
+            where = (f"{rec.get('uarch')}, 2048 bit x {_int(rec.get('lanes'))} lanes, "
+                     f"{rec['method']}, percent")
+            for label, a, b in (("of ROI cycles", "packing", "reduction"),
+                                ("of vector work", "packing_of_vector",
+                                 "reduction_of_vector")):
+                share = float(rec[a]) + float(rec[b])
+                out.append(_row(f"Q8_0 {kernel}: packing + reduction {label}",
+                                str(rec.get("model")), paper, 100.0 * share, where))
+    return out
 
 
 def _int(v: Any) -> Any:
@@ -184,4 +214,3 @@ def targets_table(pc: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-__all__ = ["paper_comparison", "targets_table", "TARGETS", "CATEGORIES"]

@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import tables
+from .formatting import to_markdown
 
 BLOCK = re.compile(r"(<!-- table:(?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /table -->)",
                    re.DOTALL)
@@ -92,7 +93,7 @@ def render_block(spec: str, tabs: dict[str, pd.DataFrame], where: str) -> str:
     if cols is not None and not t.empty:
         _need(t, cols, name, where)
         t = t[cols]
-    return tables.to_markdown(t.reset_index(drop=True))
+    return to_markdown(t.reset_index(drop=True))
 
 
 def _need(t: pd.DataFrame, cols: list[str], name: str, where: str) -> None:

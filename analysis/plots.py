@@ -19,7 +19,11 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from . import tables  # noqa: E402
+from workloads.kernels import headline  # noqa: E402
+
+from .cycles import q8_breakdown_table, vl_fill_table  # noqa: E402
+from .select import usable  # noqa: E402
+from .speedup import REF_VLEN, speedup_table, vl_scaling_table  # noqa: E402
 
 OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
              "#000000"]
@@ -27,7 +31,7 @@ CATEGORY_COLOURS = {"packing": "#E69F00", "reduction": "#56B4E9", "mac": "#009E7
                     "other": "#999999"}
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DIVERGING = "PuOr_r"  # colour-blind safe diverging map
-MAIN_KERNEL = "fa-v"
+MAIN_KERNEL = headline()  # fa-v
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "font.size": 9, "axes.grid": True,
@@ -107,7 +111,7 @@ def _model_phase_grid(rows: int, cols: int) -> tuple[plt.Figure, Any]:
 def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Per model: FA-V speedup vs ggml-scalar against VLEN, prefill and decode, a line per
     lane count (and line style per timing model)."""
-    t = tables.speedup_table(df)
+    t = speedup_table(df)
     _need(t, ["kernel", "vlen", "model", "phase"], "speedup vs VLEN")
     t = _fill_lanes(t[(t["kernel"] == MAIN_KERNEL) & t["speedup_vs_ggml-scalar"].notna()])
     if t.empty:
@@ -148,12 +152,12 @@ def speedup_vs_vlen(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Per model: FA-V speedup vs the 512-bit point on a VLEN x lanes grid, centred at 1."""
-    t = tables.vl_scaling_table(df)
-    col = f"speedup_vs_vlen{tables.REF_VLEN}"
+    t = vl_scaling_table(df)
+    col = f"speedup_vs_vlen{REF_VLEN}"
     _need(t, ["kernel", "vlen", "lanes", "model", "phase", col], "VLEN x lanes heatmap")
     t = t[(t["kernel"] == MAIN_KERNEL) & t[col].notna()]
     if t.empty or t["lanes"].nunique() < 1:
-        raise Skip(f"VLEN x lanes heatmap: no {MAIN_KERNEL} runs with a {tables.REF_VLEN}-bit "
+        raise Skip(f"VLEN x lanes heatmap: no {MAIN_KERNEL} runs with a {REF_VLEN}-bit "
                    "reference")
     paths: list[Path] = []
     with plt.rc_context({**STYLE, "axes.grid": False}):
@@ -186,7 +190,7 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                                 color="white" if dark else "black")
                 ax.set_title(f"{model}, {phase}{size}" + (f" ({tmod})" if tmod else ""))
-                fig.colorbar(im, ax=ax, label=f"speedup vs {tables.REF_VLEN}-bit")
+                fig.colorbar(im, ax=ax, label=f"speedup vs {REF_VLEN}-bit")
             paths += _save(fig, out_dir, f"heatmap_vlen_lanes_{model}")
     if not paths:
         raise Skip("VLEN x lanes heatmap: no runs with a lanes value")
@@ -196,7 +200,7 @@ def vlen_lanes_heatmap(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Stacked bars of the Q8_0 cycle shares across VLEN, one panel per layout (kernel) and a
     row per timing model; several lane counts give one bar per (VLEN, lanes)."""
-    t = tables.q8_breakdown_table(df)
+    t = q8_breakdown_table(df)
     if t.empty:
         raise Skip("Q8_0 breakdown: no usable gem5 run of a q8 kernel")
     _need(t, ["kernel", "vlen"], "Q8_0 breakdown")
@@ -249,7 +253,7 @@ def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """The patch's laneUtilization of FA-V against VLEN, a line per lane count."""
-    u = tables.usable(df)
+    u = usable(df)
     _need(u, ["kernel", "vlen", "lane_util"], "lane utilisation")
     u = _fill_lanes(u[(u["kernel"] == MAIN_KERNEL) & u["lane_util"].notna()
                       & (u["lane_util"] > 0)])
@@ -278,7 +282,7 @@ def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """FLOP/cycle as a share of the lane peak (lanes*lane_bits/32*2 for fp32) vs VLEN."""
-    u = tables.usable(df)
+    u = usable(df)
     _need(u, ["kernel", "vlen", "lanes", "model", "peak_share"], "FLOP/cycle share of peak")
     u = _fill_lanes(u[(u["kernel"] == MAIN_KERNEL) & u["peak_share"].notna()])
     if u.empty:
@@ -310,7 +314,7 @@ def vl_fill(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """vl_fill's fill_pct (active bits of arithmetic vector micro-ops / VLEN) against VLEN, a
     row of panels per model, a column per phase at its largest N / L, a line per kernel;
     rows that differ in other axes (uarch, timing model) are averaged."""
-    t = tables.vl_fill_table(df)
+    t = vl_fill_table(df)
     _need(t, ["kernel", "vlen", "phase", "fill_pct"], "vector fill")
     t = t[t["phase"].isin(["prefill", "decode"]) & t["fill_pct"].notna()]
     if t.empty:

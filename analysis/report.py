@@ -12,6 +12,8 @@ import pandas as pd
 
 from . import plots, tables
 from .collect import collect
+from .formatting import cell, write_table
+from .select import runs_once
 
 PROVENANCE_KEYS = [("gem5 version", ("gem5_version", "gem5_tag")),
                    ("gem5 binary", ("gem5", "gem5_path")),
@@ -41,7 +43,7 @@ def _html_table(t: pd.DataFrame, max_rows: int = 400) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     body = []
     for rec in shown.itertuples(index=False):
-        body.append("<tr>" + "".join(f"<td>{html.escape(tables._fmt(v))}</td>"
+        body.append("<tr>" + "".join(f"<td>{html.escape(cell(v))}</td>"
                                      for v in rec) + "</tr>")
     more = (f"<p>{len(t) - max_rows} more rows in the CSV.</p>" if len(t) > max_rows else "")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>{more}"
@@ -108,20 +110,27 @@ def provenance(root: Path, df_uarch: list[Any] | None = None
     return facts, pj_text, sweep_text
 
 
+def _sections(tabs: dict[str, pd.DataFrame], before_figures: bool) -> list[str]:
+    """A heading and an HTML table per catalogued table of that part of the report."""
+    parts = []
+    for t in tables.CATALOGUE:
+        if t.before_figures == before_figures and not (t.omit_when_empty and tabs[t.name].empty):
+            parts += [f"<h2>{html.escape(t.title)}</h2>", _html_table(tabs[t.name])]
+    return parts
+
+
 def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
            figures: dict[str, list[Path]], notes: list[str]) -> str:
     facts, pj_text, sweep_text = provenance(
         root, list(df["uarch"].dropna().unique()) if "uarch" in df.columns else None)
     esc = html.escape
-    runs = tables.runs_once(df)
+    runs = runs_once(df)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>vecscale report: "
              f"{esc(root.name)}</title><style>{CSS}</style></head><body>",
              f"<h1>vecscale report: {esc(root.name)}</h1>",
              f"<p>{len(runs)} runs, {int(runs['usable'].sum()) if 'usable' in runs else 0} usable "
              "for speedups (status ok, statistics parsed).</p>",
-             "<h2>Run status</h2>", _html_table(tabs["status"]),
-             "<h2>Failed or unusable runs</h2>", _html_table(tabs["failed"]),
-             "<h2>Figures</h2>"]
+             *_sections(tabs, before_figures=True), "<h2>Figures</h2>"]
     for name, paths in figures.items():
         for p in paths:
             if p.suffix == ".png":
@@ -130,25 +139,7 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
                              f"data-figure='{esc(name)}' src='data:image/png;base64,{b64}'>")
     for n in notes:
         parts.append(f"<p class='note'>Figure skipped: {esc(n)}</p>")
-    titles = {"speedup_summary": "Speedup vs ggml-scalar per kernel",
-              "speedup": "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
-              "vl_scaling": f"VL scaling vs the {tables.REF_VLEN}-bit point",
-              "q8_breakdown": "Q8_0 cycle breakdown (shares of ROI cycles)",
-              "paper_comparison": "The paper's headlines beside ours (closest point)",
-              "targets": "Reproduction targets: measured, met or not",
-              "cycle_accounting": "Where the cycles go (instruction mix, vector unit "
-                                  "busy share)",
-              "vl_fill": "Vector fill: active bits per arithmetic micro-op against VLEN "
-                         "(elements per micro-op against VLMAX)",
-              "regimes": "fa-v's regimes side by side (ROI cycles; the fastest)",
-              "layout_spread": "Memory-layout spread (the same runs under several stack "
-                               "positions)",
-              "host_cost": "Host cost per run (medians; to size sweeps)",
-              "validation": "Workload self-checks (pass, max errors)"}
-    for key, title in titles.items():
-        if key in ("layout_spread", "regimes") and tabs[key].empty:
-            continue  # only layout and regime studies have them
-        parts += [f"<h2>{esc(title)}</h2>", _html_table(tabs[key])]
+    parts += _sections(tabs, before_figures=False)
     parts.append("<h2>Provenance</h2><table>")
     parts += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in facts]
     parts.append("</table><h3>provenance.json</h3><pre>" + esc(pj_text) + "</pre>")
@@ -163,7 +154,7 @@ def make_report(results_dir: str | Path, use_cache: bool = True) -> tuple[Path, 
     df = collect(root, use_cache=use_cache).df
     tabs = tables.all_tables(df)
     for name, t in tabs.items():
-        tables.write_table(t, root / "tables", name)
+        write_table(t, root / "tables", name)
     figures, notes = plots.make_all(df, root / "figures")
     out = root / "report.html"
     tmp = out.with_suffix(".html.tmp")

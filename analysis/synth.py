@@ -12,36 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from vecscale.vocab import GEM5_OP_CLASSES, VECTOR_UNIT_CLASSES
+
 BEGIN_LINE = "---------- Begin Simulation Statistics ----------"
 END_LINE = "---------- End Simulation Statistics   ----------"
-
-OP_CLASSES = [
-    "No_OpClass", "IntAlu", "IntMult", "IntDiv", "FloatAdd", "FloatCmp", "FloatCvt",
-    "FloatMult", "FloatMultAcc", "FloatDiv", "FloatMisc", "FloatSqrt", "SimdAdd", "SimdAddAcc",
-    "SimdAlu", "SimdCmp", "SimdCvt", "SimdMisc", "SimdMult", "SimdMultAcc", "SimdMatMultAcc",
-    "SimdShift", "SimdShiftAcc", "SimdDiv", "SimdSqrt", "SimdFloatAdd", "SimdFloatAlu",
-    "SimdFloatCmp", "SimdFloatCvt", "SimdFloatDiv", "SimdFloatMisc", "SimdFloatMult",
-    "SimdFloatMultAcc", "SimdFloatMatMultAcc", "SimdFloatSqrt", "SimdReduceAdd", "SimdReduceAlu",
-    "SimdReduceCmp", "SimdFloatReduceAdd", "SimdFloatReduceCmp", "SimdAes", "SimdAesMix",
-    "SimdSha1Hash", "SimdSha1Hash2", "SimdSha256Hash", "SimdSha256Hash2", "SimdShaSigma2",
-    "SimdShaSigma3", "SimdPredAlu", "Matrix", "MatrixMov", "MatrixOP", "MemRead", "MemWrite",
-    "FloatMemRead", "FloatMemWrite", "IprAccess", "InstPrefetch", "SimdUnitStrideLoad",
-    "SimdUnitStrideStore", "SimdUnitStrideMaskLoad", "SimdUnitStrideMaskStore",
-    "SimdStridedLoad", "SimdStridedStore", "SimdIndexedLoad", "SimdIndexedStore",
-    "SimdWholeRegisterLoad", "SimdWholeRegisterStore", "SimdUnitStrideFaultOnlyFirstLoad",
-    "SimdUnitStrideSegmentedLoad", "SimdUnitStrideSegmentedStore", "SimdExt", "SimdFloatExt",
-    "SimdConfig",
-]
-#: the classes gem5-patches 0003 gives a vector unit (VecTiming::unitOf): the arithmetic
-#: micro-ops whose active elements x SEW its elementBits stat sums (memory ones excluded)
-VEC_UNIT_CLASSES = frozenset({
-    "SimdAdd", "SimdAddAcc", "SimdAlu", "SimdCmp", "SimdCvt", "SimdShift", "SimdShiftAcc",
-    "SimdExt", "SimdReduceAdd", "SimdReduceAlu", "SimdReduceCmp", "SimdPredAlu", "SimdMult",
-    "SimdMultAcc", "SimdDiv", "SimdSqrt", "SimdMatMultAcc", "SimdFloatAdd", "SimdFloatAlu",
-    "SimdFloatCmp", "SimdFloatCvt", "SimdFloatDiv", "SimdFloatMisc", "SimdFloatMult",
-    "SimdFloatMultAcc", "SimdFloatMatMultAcc", "SimdFloatSqrt", "SimdFloatReduceAdd",
-    "SimdFloatReduceCmp", "SimdFloatExt", "SimdMisc"})
-
 
 def fmt_value(v: float, precision: int = -1) -> str:
     """gem5's ValueToString: fixed notation, integers without decimals, 'nan'."""
@@ -178,20 +152,10 @@ def _filler(cycles: float, seed: int) -> list[str]:
     return lines
 
 
-def dump_lines(cycles: float, insts: float, ops: float | None = None,
-               inst_type: Mapping[str, float] | None = None,
-               vec_timing: Mapping[str, Mapping[str, float] | float] | None = None,
-               freq: float = 1e12, clock_ps: int = 500, filler: bool = True,
-               seed: int = 0, extra: list[str] | None = None) -> list[str]:
-    """Lines of one dump block (without banners).
-
-    vec_timing, when given, holds the patch's stats: {"busyCycles": {cls: v}, "microOps":
-    {...}, "elements": {...}, "elementBits": x, "laneUtilization": x}; zero vector entries
-    are omitted (nozero); see vec_timing_stats for consistent elementBits.
-    """
-    ops = insts if ops is None else ops
-    ticks = cycles * clock_ps
-    lines = [
+def _head_lines(cycles: float, insts: float, ops: float, freq: float, ticks: float,
+                seed: int) -> list[str]:
+    """The global and core scalars a dump starts with."""
+    return [
         scalar("simSeconds", ticks / freq, "Number of seconds simulated", "Second"),
         scalar("simTicks", ticks, "Number of ticks simulated", "Tick"),
         scalar("finalTick", ticks * 3 + 12345, "Number of ticks from beginning of simulation "
@@ -226,7 +190,23 @@ def dump_lines(cycles: float, insts: float, ops: float | None = None,
                "CPI: cycles per instruction (thread level)", "(Cycle/Count)", 6),
         scalar("system.cpu.commitStats0.numVecInsts", 0, "Number of vector instructions"),
     ]
-    types = {c: 0.0 for c in OP_CLASSES}
+
+
+
+def dump_lines(cycles: float, insts: float, ops: float | None = None,
+               inst_type: Mapping[str, float] | None = None,
+               vec_timing: Mapping[str, Mapping[str, float] | float] | None = None,
+               freq: float = 1e12, clock_ps: int = 500, filler: bool = True,
+               seed: int = 0, extra: list[str] | None = None) -> list[str]:
+    """Lines of one dump block (without banners).
+
+    vec_timing, when given, holds the patch's stats: {"busyCycles": {cls: v}, "microOps":
+    {...}, "elements": {...}, "elementBits": x, "laneUtilization": x}; zero vector entries
+    are omitted (nozero); see vec_timing_stats for consistent elementBits.
+    """
+    ops = insts if ops is None else ops
+    lines = _head_lines(cycles, insts, ops, freq, cycles * clock_ps, seed)
+    types = {c: 0.0 for c in GEM5_OP_CLASSES}
     types.update(inst_type or {"IntAlu": ops})
     lines += vector("system.cpu.commitStats0.committedInstType", types,
                     "Class of committed instruction.")
@@ -236,19 +216,7 @@ def dump_lines(cycles: float, insts: float, ops: float | None = None,
                      "IsUncondControl": insts * 0.02, "IsCall": 3, "IsReturn": 3},
                     "Class of control type instructions committed", total=False)
     if vec_timing:
-        for group in ("microOps", "elements", "busyCycles"):
-            vals = vec_timing.get(group)
-            if isinstance(vals, Mapping) and vals:
-                lines += vector(f"system.cpu.vecTiming.{group}", vals,
-                                f"vector timing model: {group} per op class", nozero=True)
-        eb = vec_timing.get("elementBits")
-        if eb is not None and not isinstance(eb, Mapping):
-            lines.append(scalar("system.cpu.vecTiming.elementBits", float(eb),
-                                "Active elements times SEW, arithmetic vector micro-ops"))
-        lu = vec_timing.get("laneUtilization")
-        if lu is not None and not isinstance(lu, Mapping):
-            lines.append(scalar("system.cpu.vecTiming.laneUtilization", float(lu),
-                                "busy lane-cycles / (lanes * busy cycles)", "Ratio", 6))
+        lines += _vec_timing_lines(vec_timing)
     if extra:
         lines += extra
     if filler:
@@ -256,11 +224,29 @@ def dump_lines(cycles: float, insts: float, ops: float | None = None,
     return lines
 
 
+def _vec_timing_lines(vec_timing: Mapping[str, Mapping[str, float] | float]) -> list[str]:
+    lines: list[str] = []
+    for group in ("microOps", "elements", "busyCycles"):
+        vals = vec_timing.get(group)
+        if isinstance(vals, Mapping) and vals:
+            lines += vector(f"system.cpu.vecTiming.{group}", vals,
+                            f"vector timing model: {group} per op class", nozero=True)
+    eb = vec_timing.get("elementBits")
+    if eb is not None and not isinstance(eb, Mapping):
+        lines.append(scalar("system.cpu.vecTiming.elementBits", float(eb),
+                            "Active elements times SEW, arithmetic vector micro-ops"))
+    lu = vec_timing.get("laneUtilization")
+    if lu is not None and not isinstance(lu, Mapping):
+        lines.append(scalar("system.cpu.vecTiming.laneUtilization", float(lu),
+                            "busy lane-cycles / (lanes * busy cycles)", "Ratio", 6))
+    return lines
+
+
 def vec_timing_stats(micro_ops: Mapping[str, float], elements: Mapping[str, float],
                      sew: int = 32, **rest: object) -> dict[str, object]:
     """The patch's vecTiming stats for micro-ops of one SEW, elementBits counted as gem5
-    does: active elements x SEW over VEC_UNIT_CLASSES only."""
-    bits = sew * sum(v for c, v in elements.items() if c in VEC_UNIT_CLASSES)
+    does: active elements x SEW over VECTOR_UNIT_CLASSES only."""
+    bits = sew * sum(v for c, v in elements.items() if c in VECTOR_UNIT_CLASSES)
     return {"microOps": dict(micro_ops), "elements": dict(elements), "elementBits": bits,
             **rest}
 

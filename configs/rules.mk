@@ -18,7 +18,7 @@ apply-patches:
 	git -C "$(GEM5_SRC)" am $(abspath $(sort $(wildcard gem5-patches/*.patch)))
 
 check-gem5:
-	@$(PYTHON) -m sweeps.gem5check
+	@$(PYTHON) -m system.gem5check
 
 # One workload on one (uarch, VLEN, lanes) point, e.g.
 #   make run-one UARCH=vitruvius-plus VLEN=2048 LANES=16 \
@@ -29,8 +29,8 @@ LANES ?= 16
 ARGS ?= --kernel fa-v --model tinyllama-1.1b --phase prefill --n 64
 .PHONY: run-one vbench-table
 run-one: workloads
-	@$(PYTHON) -m sweeps.one $(UARCH) $(VLEN) $(LANES) -- $(ARGS)
+	@$(PYTHON) -m tools.one $(UARCH) $(VLEN) $(LANES) -- $(ARGS)
 
 # Timing microbenchmark table (configs/data/vbench.csv), measured in gem5.
 vbench-table: workloads
-	$(PYTHON) -m sweeps.vbench table
+	$(PYTHON) -m tools.vbench table

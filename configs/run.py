@@ -10,7 +10,9 @@ ROI, measured on the Minor core only (caches are warmed by the set-up; the Minor
 branch predictor starts cold). At the end it writes workload_exit.json with the simulated
 process's exit code.
 
-Runs inside gem5's embedded Python: standard library plus m5/gem5 only (no pyyaml).
+Runs inside gem5's embedded Python: standard library plus m5/gem5 only (no pyyaml); the
+names it shares with the host (memory types, stock latency) come from vecscale/vocab.py,
+which is standard library only too.
 """
 
 from __future__ import annotations
@@ -40,14 +42,21 @@ from m5.objects import (
     MinorFUTiming,
 )
 from patch_params import PATCH_PARAMS
-from stack_layout import padded_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository
+from stack_layout import padded_env  # noqa: E402 (after the path: it imports vecscale)
+
+from vecscale.vocab import (  # noqa: E402
+    MEM_BYTES_PER_CYCLE,
+    MEMORY_TYPES,
+    STOCK_FLOAT_SIMD_LATENCY,
+    workload_dir,
+)
 
 # Op classes handled by the patched vector timing (the FloatSimd FU's classes).
 FLOAT_SIMD_CLASSES = sorted(
     {str(c.opClass) for c in MinorDefaultFloatSimdFU().opClasses.opClasses}
 )
-STOCK_FLOAT_SIMD_LAT = 6  # MinorDefaultFloatSimdFU.opLat in gem5 v24.0.0.1
-MEMORY_TYPES = {"DDR3_1600_8x8": single_channel.SingleChannelDDR3_1600}
 
 
 def fail(msg: str) -> None:
@@ -110,7 +119,7 @@ def configure_core(core, system: dict, path: Path) -> None:
         )
     vlen = int(system["vlen"])
 
-    lat = {c: STOCK_FLOAT_SIMD_LAT for c in FLOAT_SIMD_CLASSES}
+    lat = {c: STOCK_FLOAT_SIMD_LATENCY for c in FLOAT_SIMD_CLASSES}
     lat.update({c: int(v) for c, v in system["op_latency"].items()})
     core.executeFuncUnits = fu_pool_for_vector_timing()
     core.vecTimingModel = system["timing_model"]
@@ -132,7 +141,7 @@ def configure_core(core, system: dict, path: Path) -> None:
         core.vecTimingPermuteCrossLane = int(model["permute_per_lane_hop"])
         core.vecTimingUnitQueue = int(model["queue_depth"])
         # Vector memory bandwidth is the Minor LSQ's: one cache-line fragment per cycle.
-        line = 64
+        line = MEM_BYTES_PER_CYCLE
         if int(model.get("mem_bytes_per_cycle", line)) != line:
             fail(
                 f"{path}: system.lanes_model.mem_bytes_per_cycle: only {line} (one cache "
@@ -169,7 +178,7 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
     board = SimpleBoard(
         clk_freq=system["clock"],
         processor=processor,
-        memory=MEMORY_TYPES[memory["type"]](size=memory["size"]),
+        memory=getattr(single_channel, MEMORY_TYPES[memory["type"]])(size=memory["size"]),
         cache_hierarchy=PrivateL1SharedL2CacheHierarchy(
             l1i_size=caches["l1i"]["size"],
             l1i_assoc=int(caches["l1i"]["assoc"]),
@@ -201,14 +210,10 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
 
 
 def resolve_binary(run: dict, path: Path) -> Path:
+    """run.json names the binary by file name: the run folder's own, else the workloads
+    folder's ($VECSCALE_WORKLOADS, else workloads/build)."""
     name = run["workload"]["binary"]
-    if run["workload"].get("path"):
-        name = run["workload"]["path"]
-    candidates = [Path(name)]
-    if not Path(name).is_absolute():
-        repo = Path(__file__).resolve().parent.parent
-        candidates = [path.parent / name, repo / "workloads" / "build" / name]
-    for cand in candidates:
+    for cand in (path.parent / name, Path(workload_dir()) / name):
         if cand.is_file():
             return cand
     fail(f"{path}: workload.binary: '{name}' not found (run `make workloads`)")

@@ -11,15 +11,16 @@ without a fix the cycles would depend on where the checkout lies.
 `padded_env` adds one environment variable sized so that strings plus pointers take exactly
 `area + shift` bytes: the stack pointer at entry is then the same for every run, and
 `shift` moves it down by that many bytes on purpose (layout-sensitivity studies).
-Imported inside gem5 (run.py) and by the tests: standard library only.
+Imported inside gem5 (run.py) and by the tests: standard library only (and vecscale/vocab.py,
+which is too).
 """
 
 from __future__ import annotations
 
+from vecscale.vocab import STACK_SHIFT_ALIGN as SHIFT_ALIGN
+
 PAD_VAR = "VECSCALE_STACK_PAD"
 ADDR_BYTES = 8  # rv64 pointers
-#: shifts must keep the stack's 16-byte alignment to move it by exactly that much
-SHIFT_ALIGN = 16
 
 
 class StackLayoutError(ValueError):

@@ -19,7 +19,8 @@ from pathlib import Path
 import yaml
 
 from sweeps import driver
-from sweeps.plan import HashCache, build_plan
+from sweeps.hashes import HashCache
+from sweeps.plan import build_plan
 from sweeps.spec import load_spec
 
 FAKE_QEMU = """#!/bin/sh

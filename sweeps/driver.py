@@ -15,13 +15,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sweeps.checks import MAX_POINTS, check_grid, check_only_values
-from sweeps.executors import LocalExecutor, default_jobs, fmt_s
-from sweeps.gem5find import Gem5Error, export_gem5, stamp_provenance
-from sweeps.plan import HashCache, Plan, Run, build_plan, gem5_config, point_matches
+from sweeps.executors import Executor, LocalExecutor, default_jobs, fmt_s
+from sweeps.hashes import HashCache
+from sweeps.plan import Plan, Run, build_plan, point_matches
 from sweeps.render import environment, render
 from sweeps.results import (
-    FAILED,
-    RESUMED,
     SweepLock,
     read_status,
     remove_stale_tmp,
@@ -30,6 +28,8 @@ from sweeps.results import (
     write_text_atomic,
 )
 from sweeps.spec import REPO, Spec, SpecError, _shown, load_spec
+from system.gem5find import Gem5Error, export_gem5, stamp_provenance
+from vecscale.vocab import FAILED, RESUMED, gem5_config
 
 DEFAULT_RESULTS = REPO / "results"
 
@@ -68,10 +68,15 @@ def precompile_runner() -> None:
     import importlib.util
     import py_compile
 
-    for name in ("__init__.py", "results.py", "runner.py"):
-        src = str(Path(__file__).with_name(name))
+    import vecscale.vocab
+
+    here, vocab = Path(__file__), Path(vecscale.vocab.__file__)
+    for src in (*(here.with_name(n) for n in ("__init__.py", "results.py", "runner.py",
+                                              "lifetime.py")),
+                vocab, vocab.with_name("__init__.py")):
         try:
-            py_compile.compile(src, cfile=importlib.util.cache_from_source(src), doraise=True)
+            py_compile.compile(str(src), cfile=importlib.util.cache_from_source(str(src)),
+                               doraise=True)
         except (OSError, py_compile.PyCompileError):
             pass
 
@@ -278,18 +283,67 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
     write_json_atomic(prov_path, prov)
 
 
+def _check_tools(spec: Spec) -> None:
+    """What the target needs on this host, before anything is written."""
+    if spec.target == "gem5" and not Path(gem5_config()).is_file():
+        raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
+    if spec.target == "qemu" and not shutil.which(os.environ.get("QEMU") or "qemu-riscv64"):
+        raise SpecError("qemu-riscv64: not found on PATH (apt-get install qemu-user)")
+
+
+def _references(todo: list[Run], folder: Path, opts: Options, out: TextIO) -> None:
+    """gem5 runs: the attention references they check against, computed once on QEMU."""
+    from sweeps import refs
+
+    made, secs, problems = refs.make_missing({r.id: r.run_json for r in todo}, folder / "runs",
+                                             opts.jobs or os.cpu_count() or 1)
+    for p in problems:
+        out.write(f"warning: reference file: {p}\n")
+    if made:
+        out.write(f"references: {made} computed on QEMU in {fmt_s(secs)} ({folder / 'refs'})\n")
+    out.flush()
+
+
+def make_executor(spec: Spec, folder: Path, opts: Options) -> Executor:
+    """The executor --executor names, with the options it takes."""
+    timeout = opts.timeout if opts.timeout is not None else spec.timeout_s
+    if opts.executor == "slurm":
+        from sweeps.slurm import SlurmExecutor, SlurmSettings
+
+        settings = SlurmSettings(max_parallel=opts.max_parallel, sbatch_args=opts.sbatch_args,
+                                 resubmit=opts.resubmit, poll_s=opts.poll_s, grace=opts.grace,
+                                 templates=opts.templates)
+        return SlurmExecutor(folder, spec.name, spec.target, timeout or None, settings)
+    return LocalExecutor(opts.jobs or default_jobs(spec.target), timeout or None, opts.grace)
+
+
+def _execute(plan: Plan, dirs: list[Path], folder: Path, opts: Options) -> bool:
+    """Run the prepared folders; True when interrupted. Expected costs order the local ETA;
+    batch job ids go into provenance.json even when the run is interrupted."""
+    ex = make_executor(plan.spec, folder, opts)
+    known = run_costs(plan, statuses(plan, folder / "runs"))
+    mean = [c for c in known.values() if c is not None]
+    fill = sum(mean) / len(mean) if mean else 1.0
+    try:
+        ex.run(dirs, [known.get(d.name) or fill for d in dirs])
+    finally:
+        if ex.job_ids:
+            prov = json.loads((folder / "provenance.json").read_text())
+            prov["invocations"][-1]["slurm_jobs"] = ex.job_ids
+            write_json_atomic(folder / "provenance.json", prov)
+    return ex.interrupted
+
+
 def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
     """Run what is missing; returns the exit status (0 all ok, 1 failures, 130 interrupted)."""
     opts.results = opts.results.resolve()  # cmd.sh runs from the repo root
     spec, path, text, full = load_and_plan(spec_arg, opts.results, require_inputs=True,
                                            max_points=opts.max_points)
     plan = restrict(full, parse_only(opts.only))
-    if spec.target == "gem5" and not gem5_config().is_file():
-        raise SpecError(f"{gem5_config()}: gem5 config script missing (configs/run.py)")
-    if spec.target == "qemu" and not shutil.which(os.environ.get("QEMU") or "qemu-riscv64"):
-        raise SpecError("qemu-riscv64: not found on PATH (apt-get install qemu-user)")
+    _check_tools(spec)
     folder = opts.results / spec.name
     folder.mkdir(parents=True, exist_ok=True)
+    interrupted = False
     with SweepLock(folder):
         remove_stale_tmp(folder)  # left by a driver killed mid-write (runners clean theirs)
         runs_dir = folder / "runs"
@@ -304,39 +358,9 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
         dirs = _prepare(todo, runs_dir, spec, opts)
         if dirs:
             precompile_runner()
-        if dirs and spec.target == "gem5":
-            from sweeps import refs
-
-            made, secs, problems = refs.make_missing(todo, runs_dir,
-                                                     opts.jobs or os.cpu_count() or 1)
-            for p in problems:
-                out.write(f"warning: reference file: {p}\n")
-            if made:
-                out.write(f"references: {made} computed on QEMU in {fmt_s(secs)} "
-                          f"({folder / 'refs'})\n")
-            out.flush()
-        interrupted = False
-        if dirs:
-            timeout = opts.timeout if opts.timeout is not None else spec.timeout_s
-            if opts.executor == "slurm":
-                from sweeps.slurm import SlurmExecutor
-
-                ex = SlurmExecutor(folder, spec.name, spec.target, timeout or None, opts)
-                try:
-                    ex.run(dirs)
-                finally:
-                    prov = json.loads((folder / "provenance.json").read_text())
-                    prov["invocations"][-1]["slurm_jobs"] = ex.job_ids
-                    write_json_atomic(folder / "provenance.json", prov)
-                interrupted = ex.interrupted
-            else:
-                jobs = opts.jobs or default_jobs(spec.target)
-                lex = LocalExecutor(jobs, timeout or None, opts.grace)
-                known = run_costs(plan, statuses(plan, runs_dir))
-                mean = [c for c in known.values() if c is not None]
-                fill = sum(mean) / len(mean) if mean else 1.0
-                lex.run(dirs, [known.get(d.name) or fill for d in dirs])
-                interrupted = lex.interrupted
+            if spec.target == "gem5":
+                _references(todo, folder, opts, out)
+            interrupted = _execute(plan, dirs, folder, opts)
         out.write(f"\nsweep {spec.name}: summary ({folder})\n")
         bad = summary_table(statuses(plan, runs_dir), out)
     if interrupted:

@@ -1,7 +1,9 @@
-"""Executors: run a list of prepared run folders; results are read back from status.json.
+"""Executors: where runs execute. Each runs a list of prepared run folders; results are read
+back from status.json.
 
-Interface: ``Executor.run(rundirs) -> None``. Each run folder already holds run.json and
-cmd.sh; an executor only has to get ``bash cmd.sh`` executed somewhere, once.
+Interface: ``Executor.run(rundirs, costs) -> None`` (abc below). Each run folder already
+holds run.json and cmd.sh; an executor only has to get ``bash cmd.sh`` executed somewhere,
+once. LocalExecutor is here, SlurmExecutor in slurm.py.
 """
 
 from __future__ import annotations
@@ -12,15 +14,27 @@ import signal
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TextIO
 
 from sweeps.lifetime import die_with_parent
 from sweeps.results import read_status, write_json_atomic
 
 
-class Executor(Protocol):
-    def run(self, rundirs: list[Path]) -> None: ...
+class Executor(ABC):
+    """Runs prepared run folders. After run(): `interrupted` says whether Ctrl-C or SIGTERM
+    stopped it (finished runs are kept), `job_ids` names the batch jobs it submitted (for
+    provenance.json; none for local runs)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.job_ids: list[str] = []
+
+    @abstractmethod
+    def run(self, rundirs: list[Path], costs: list[float] | None = None) -> None:
+        """Execute every folder's cmd.sh once; `costs` (expected seconds, same order) may
+        refine a progress estimate."""
 
 
 def default_jobs(target: str) -> int:
@@ -100,16 +114,16 @@ def mark(rundir: Path, status: str, cause: str) -> None:
             "exit_code": None, "target": None, "provenance": {}})
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """A pool of `bash cmd.sh` subprocesses, each in its own process group."""
 
     def __init__(self, jobs: int, timeout: float | None, grace: float,
                  progress: TextIO | None = sys.stderr) -> None:
+        super().__init__()
         self.jobs = max(1, jobs)
         self.timeout = timeout
         self.grace = grace
         self.progress_out = progress
-        self.interrupted = False
 
     def run(self, rundirs: list[Path], costs: list[float] | None = None) -> None:
         """Run every folder's cmd.sh; `costs` (expected seconds, same order) refine the ETA."""

@@ -12,30 +12,53 @@ Without QEMU, or when a file is missing, a run computes its own reference as bef
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sweeps.plan import Run, workload_dir
+from sweeps.identity import ID_LEN, canonical
+from sweeps.runjson import Reference, RunJson
+from vecscale.vocab import workload_dir
+from workloads.kernels import ATTENTION, kernel
 
-REF_BINARY = "attention-scalar"  # rv64gc: the reference needs no vector unit
+#: computes the references: the attention family's scalar kernel (rv64gc: no vector unit)
+REF_KERNEL = ATTENTION.reference_kernel or "ggml-scalar"
+REF_BINARY = kernel(REF_KERNEL).binary
+#: where a sweep keeps reference files, relative to a run folder (results/<sweep>/runs/<id>)
+REFS_FROM_RUN = "../../refs"
 
 
-def ref_path(run_dir: Path, ref: dict[str, Any]) -> Path:
+def reference_of(axes: Mapping[str, Any]) -> Reference:
+    """The attention reference a gem5 run checks against: it depends on the problem and the
+    seed only, so runs of every kernel, VLEN and uarch share one file, computed once on QEMU
+    before the sweep instead of on gem5 after every kernel. `args` make it (with
+    --make-ref FILE); `file` is relative to the run folder. Not part of the run id: with or
+    without the file the run computes the same thing."""
+    args = ["--kernel", REF_KERNEL, "--model", axes["model"], "--phase", axes["phase"]]
+    args += ["--n", str(axes["n"])] if axes["phase"] == "prefill" else ["--l", str(axes["l"])]
+    args += ["--seed", str(axes["seed"])]
+    key = hashlib.sha256(canonical(args).encode()).hexdigest()[:ID_LEN]
+    return {"file": f"{REFS_FROM_RUN}/{key}.ref", "args": args}
+
+
+def ref_path(run_dir: Path, ref: Mapping[str, Any]) -> Path:
     return (run_dir / ref["file"]).resolve()
 
 
-def missing(runs: list[Run], runs_dir: Path) -> dict[Path, list[str]]:
-    """Reference files the runs need that do not exist yet -> the arguments that make them."""
+def missing(runs: Mapping[str, RunJson], runs_dir: Path) -> dict[Path, list[str]]:
+    """Reference files the runs (id -> run.json) need that do not exist yet -> the
+    arguments that make them."""
     out: dict[Path, list[str]] = {}
-    for r in runs:
-        ref = r.run_json["workload"].get("ref")
+    for rid, run in runs.items():
+        ref = run["workload"].get("ref")
         if ref:
-            path = ref_path(runs_dir / r.id, ref)
+            path = ref_path(runs_dir / rid, ref)
             if not path.exists():
                 out[path] = list(ref["args"])
     return out
@@ -57,14 +80,16 @@ def _make_one(qemu: str, binary: Path, path: Path, args: list[str]) -> str | Non
     return None
 
 
-def make_missing(runs: list[Run], runs_dir: Path, jobs: int) -> tuple[int, float, list[str]]:
-    """Compute the missing reference files of these runs on QEMU, `jobs` at a time.
+def make_missing(runs: Mapping[str, RunJson], runs_dir: Path, jobs: int
+                 ) -> tuple[int, float, list[str]]:
+    """Compute the missing reference files of these runs (id -> run.json) on QEMU, `jobs` at
+    a time.
     Returns (files written, seconds, problems); problems never stop the sweep."""
     todo = missing(runs, runs_dir)
     if not todo:
         return 0, 0.0, []
     qemu = shutil.which(os.environ.get("QEMU") or "qemu-riscv64")
-    binary = workload_dir() / REF_BINARY
+    binary = Path(workload_dir()) / REF_BINARY
     if qemu is None or not binary.is_file():
         what = "qemu-riscv64 not found" if qemu is None else f"{binary.name} not built"
         return 0, 0.0, [f"{what}: runs compute their own reference in gem5 (slower)"]

@@ -10,16 +10,11 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
+from vecscale.vocab import RESUMED, STATUSES
+
 if TYPE_CHECKING:
     from pathlib import Path
 
-
-STATUSES = ("ok", "wrong-result", "gem5-error", "timeout", "killed", "missing-stats",
-            "bad-args", "crashed")
-#: not results: the run was stopped (Ctrl-C, SIGTERM, its driver gone) before it ended, so a
-#: plain `run` runs it again; every other status is a verdict that stays until --retry-failed
-RESUMED = frozenset({"killed"})
-FAILED = frozenset(STATUSES) - {"ok"} - RESUMED
 #: files a run leaves; cleared before a rerun (run.json and cmd.sh are rewritten anyway)
 OUTPUTS = ("stdout", "stderr", "simout", "simerr", "stats.txt", "config.ini", "config.json",
            "result.json", "workload_exit.json", "gem5.log", "status.json")

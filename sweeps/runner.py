@@ -23,10 +23,10 @@ from typing import Any
 
 from sweeps.lifetime import die_with_parent
 from sweeps.results import OUTPUTS, read_status, remove_stale_tmp, tail, write_json_atomic
+from vecscale.vocab import gem5_config, workload_dir
 
 # Imports are kept to the standard library's cheap modules (no pathlib, argparse, platform):
 # this process starts once per run, and its start-up time is the driver's overhead.
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAIL = 2000
 
 
@@ -71,18 +71,18 @@ def command(run: dict[str, Any], rundir: str) -> tuple[list[str], str, str]:
         vlen = int(run["qemu"]["vlen"])
         qemu = os.environ.get("QEMU") or "qemu-riscv64"
         cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
-        return ([qemu, "-cpu", cpu, wl["path"], *wl["args"]], _p(rundir, "stdout"),
+        binary = _p(workload_dir(), wl["binary"])  # run.json names no path of the host
+        return ([qemu, "-cpu", cpu, binary, *wl["args"]], _p(rundir, "stdout"),
                 _p(rundir, "stderr"))
-    from sweeps.gem5find import Gem5Error, find_gem5  # gem5 runs only: start-up cost
+    from system.gem5find import Gem5Error, find_gem5  # gem5 runs only: start-up cost
 
     try:
         gem5 = find_gem5()  # cmd.sh exports the path the driver resolved
     except Gem5Error as e:
         raise RuntimeError(str(e)) from None
     os.environ["GEM5"] = gem5  # what _stamp() reads for the provenance
-    config = os.environ.get("VECSCALE_GEM5_CONFIG") or _p(REPO, "configs", "run.py")
     log = _p(rundir, "gem5.log")
-    return gem5_argv(gem5, rundir, config), log, log
+    return gem5_argv(gem5, rundir, gem5_config()), log, log
 
 
 def gem5_argv(gem5: str, rundir: str, config: str) -> list[str]:
@@ -171,6 +171,29 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
         except FileNotFoundError:
             pass
     remove_stale_tmp(rundir)  # half-written files of a runner killed mid-write
+    started, t0 = now(), time.monotonic()
+    status, cause, code, rc, err = _run_target(run, rundir, timeout, grace)
+    err_file = _p(rundir, "simerr" if run["target"] == "gem5" else "stderr")
+    st = {
+        "status": status,
+        "cause": cause,
+        "stderr_tail": tail(err_file if os.path.exists(err_file) else err, TAIL),
+        "wall_s": round(time.monotonic() - t0, 3),
+        "exit_code": code,
+        "process_rc": rc,
+        "target": run["target"],
+        "id": run.get("id", os.path.basename(rundir)),
+        "provenance": _provenance(run, started),
+    }
+    write_json_atomic(_p(rundir, "status.json"), st)
+    os.close(lock_fd)
+    return 0 if status == "ok" else 1
+
+
+def _run_target(run: dict[str, Any], rundir: str, timeout: float | None, grace: float
+                ) -> tuple[str, str, int | None, int, str]:
+    """Start the target, wait for it (or stop it), classify: (status, cause, workload exit
+    code, process return code, stderr file)."""
     stop = Stop()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -178,9 +201,7 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    started, t0 = now(), time.monotonic()
-    start_error: str | None = None
-    rc, why = -1, None
+    rc, why, start_error = -1, None, None
     try:
         argv, out, err = command(run, rundir)
     except RuntimeError as e:
@@ -195,52 +216,39 @@ def execute(rundir: str, timeout: float | None, grace: float) -> int:
                 rc, why = _wait(proc, timeout, grace, stop)
             except OSError as e:
                 start_error = f"cannot start {argv[0]}: {e.strerror}"
-    wall = time.monotonic() - t0
     if start_error is not None:
         with open(err, "w") as f:
             f.write(start_error + "\n")
-        status, cause, code = "crashed", start_error, None
+        return "crashed", start_error, None, rc, err
+    if why == "timeout":
+        stop_cause = f"exceeded the {timeout:g} s timeout; stopped with SIGINT"
     else:
-        if why == "timeout":
-            stop_cause = f"exceeded the {timeout:g} s timeout; stopped with SIGINT"
-        else:
-            stop_cause = f"stopped by {signal_name(stop.signum or signal.SIGINT)} to the runner"
-        if why and rc == -signal.SIGKILL:
-            stop_cause += f", SIGKILL after {grace:g} s grace"
-        status, cause, code = classify(run, rundir, rc, why, stop_cause)
-    err_file = _p(rundir, "simerr" if run["target"] == "gem5" else "stderr")
-    st = {
-        "status": status,
-        "cause": cause,
-        "stderr_tail": tail(err_file if os.path.exists(err_file) else err, TAIL),
-        "wall_s": round(wall, 3),
-        "exit_code": code,
-        "process_rc": rc,
-        "target": run["target"],
-        "id": run.get("id", os.path.basename(rundir)),
-        "provenance": {
-            "vecscale_git": os.environ.get("VECSCALE_GIT"),
-            "workload_sha256": run["workload"].get("sha256"),
-            "gem5_sha256": run.get("gem5_sha256"),
-            "patches_sha256": run.get("patches_sha256"),
-            **_stamp(run),
-            "host": os.uname().nodename,
-            "python": sys.version.split()[0],
-            "slurm_job_id": _slurm_id(),
-            "started": started,
-            "finished": now(),
-        },
+        stop_cause = f"stopped by {signal_name(stop.signum or signal.SIGINT)} to the runner"
+    if why and rc == -signal.SIGKILL:
+        stop_cause += f", SIGKILL after {grace:g} s grace"
+    return (*classify(run, rundir, rc, why, stop_cause), rc, err)
+
+
+def _provenance(run: dict[str, Any], started: str) -> dict[str, Any]:
+    return {
+        "vecscale_git": os.environ.get("VECSCALE_GIT"),
+        "workload_sha256": run["workload"].get("sha256"),
+        "gem5_sha256": run.get("gem5_sha256"),
+        "patches_sha256": run.get("patches_sha256"),
+        **_stamp(run),
+        "host": os.uname().nodename,
+        "python": sys.version.split()[0],
+        "slurm_job_id": _slurm_id(),
+        "started": started,
+        "finished": now(),
     }
-    write_json_atomic(_p(rundir, "status.json"), st)
-    os.close(lock_fd)
-    return 0 if status == "ok" else 1
 
 
 def _stamp(run: dict[str, Any]) -> dict[str, Any]:
     """The gem5 build stamp's series hash and commit (gem5 runs; None without a stamp)."""
     if run["target"] != "gem5":
         return {}
-    from sweeps.gem5find import stamp_provenance
+    from system.gem5find import stamp_provenance
 
     return stamp_provenance(os.environ.get("GEM5"))
 

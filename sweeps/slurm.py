@@ -13,14 +13,24 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from sweeps.executors import Executor
 from sweeps.render import environment, render
 from sweeps.results import read_status
 
-if TYPE_CHECKING:
-    from sweeps.driver import Options
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """What the Slurm executor takes from the command line."""
+
+    max_parallel: int = 64  # array throttle %K
+    sbatch_args: tuple[str, ...] = ()  # extra #SBATCH lines
+    resubmit: int = 1  # resubmissions of runs that left no status.json
+    poll_s: float = 5.0  # squeue interval
+    grace: float = 30.0  # seconds between SIGINT and SIGKILL of a run
+    templates: Path | None = None  # folder overriding sweeps/templates/ by name
 
 
 class SlurmError(RuntimeError):
@@ -48,17 +58,16 @@ def _cmd(argv: list[str], timeout: float = 60) -> str:
     return p.stdout
 
 
-class SlurmExecutor:
+class SlurmExecutor(Executor):
     def __init__(self, folder: Path, sweep: str, target: str, timeout: float | None,
-                 opts: Options) -> None:
+                 settings: SlurmSettings) -> None:
+        super().__init__()
         self.folder = folder
         self.sweep = sweep
         self.timeout = timeout
-        self.opts = opts
-        self.job_ids: list[str] = []
-        self.interrupted = False
+        self.opts = settings
         self.dir = folder / "slurm"
-        self.env = environment(opts.templates)
+        self.env = environment(settings.templates)
         self.target = target
 
     def submit(self, rundirs: list[Path]) -> str:
@@ -116,7 +125,7 @@ class SlurmExecutor:
         except SlurmError:
             return None  # no accounting storage configured: status.json is the record
 
-    def run(self, rundirs: list[Path]) -> None:
+    def run(self, rundirs: list[Path], costs: list[float] | None = None) -> None:
         todo = list(rundirs)
         try:
             for attempt in range(1 + max(0, self.opts.resubmit)):

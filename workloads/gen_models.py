@@ -1,7 +1,7 @@
 """Generate the C model table (models.h) from workloads/models.yaml.
 
 models.yaml is the single source of truth for model shapes: the host side reads it with
-`workloads.models`-style loaders, the RVV binaries get it compiled in through this header.
+`workloads.models`, the RVV binaries get it compiled in through this header.
 """
 
 from __future__ import annotations
@@ -9,27 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import yaml
-
-FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate")
-
-
-def load_models(path: Path) -> dict[str, dict[str, int]]:
-    data = yaml.safe_load(path.read_text())
-    if not isinstance(data, dict) or not data:
-        raise SystemExit(f"{path}: expected a mapping of model name -> shape")
-    for name, shape in data.items():
-        if not isinstance(shape, dict):
-            raise SystemExit(f"{path}: {name}: expected a mapping with keys {', '.join(FIELDS)}")
-        for key in FIELDS:
-            value = shape.get(key)
-            if not isinstance(value, int) or value <= 0:
-                raise SystemExit(
-                    f"{path}: {name}.{key}: expected a positive integer, got {value!r}"
-                )
-        if shape["heads"] % shape["kv_heads"]:
-            raise SystemExit(f"{path}: {name}: heads must be a multiple of kv_heads")
-    return data
+from workloads.models import FIELDS, ModelsError, read_models
 
 
 def render(models: dict[str, dict[str, int]]) -> str:
@@ -49,7 +29,11 @@ def render(models: dict[str, dict[str, int]]) -> str:
 
 def main() -> None:
     src, dst = Path(sys.argv[1]), Path(sys.argv[2])
-    dst.write_text(render(load_models(src)))
+    try:
+        models = read_models(src)
+    except ModelsError as e:
+        raise SystemExit(str(e)) from None
+    dst.write_text(render(models))
 
 
 if __name__ == "__main__":

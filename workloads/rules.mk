@@ -25,12 +25,13 @@ endif
 
 workloads: $(WL_BINS)
 
-$(WL_BUILD)/models.h: $(WL_DIR)/models.yaml $(WL_DIR)/gen_models.py
+$(WL_BUILD)/models.h: $(WL_DIR)/models.yaml $(WL_DIR)/gen_models.py $(WL_DIR)/models.py
 	@mkdir -p $(WL_BUILD)
-	$(PYTHON) $(WL_DIR)/gen_models.py $< $@
+	$(PYTHON) -m workloads.gen_models $< $@
 
 # Sources of one attention kernel family: its own file, plus what every family shares.
-ATTN_MAIN  := $(WL_DIR)/src/attention/main.c $(WL_DIR)/src/attention/lmul.c
+ATTN_MAIN  := $(WL_DIR)/src/attention/main.c $(WL_DIR)/src/attention/lmul.c \
+              $(WL_DIR)/src/attention/reference.c
 ATTN_FAV   := $(WL_DIR)/src/attention/fa_v.c
 ATTN_GVEC  := $(WL_DIR)/src/attention/ggml_vec.c
 ATTN_GSCAL := $(WL_DIR)/src/attention/ggml_scalar.c

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import synth, tables
+from analysis import cycles, runs, speedup, studies, synth
 from analysis.__main__ import main
 from analysis.collect import CollectError, collect
 from analysis.tests.synthetic_sweep import attn_axes, attn_result, write_run
@@ -63,12 +63,12 @@ def test_failed_qemu_and_corrupt_runs_are_kept_but_not_usable(sweep: Path) -> No
     assert bad["status"] == "ok" and not bad["usable"]
     assert "truncated" in bad["analysis_error"]
     assert "runs/fav-4096-16/stats.txt" in bad["analysis_error"]
-    ft = tables.failed_runs(df)
+    ft = runs.failed_runs(df)
     assert set(ft["id"]) == {"fav-2048-8", "fav-4096-16"}
 
 
 def test_speedups_match_hand_computed_values(sweep: Path) -> None:
-    t = tables.speedup_table(collect(sweep).df).set_index("id")
+    t = speedup.speedup_table(collect(sweep).df).set_index("id")
     # fa-v 1024/16: 2.5M cycles; scalar 100M (matches any VLEN/lanes); ggml-vec 1024/16 20M
     assert t.loc["fav-1024-16", "speedup_vs_ggml-scalar"] == pytest.approx(40.0)
     assert t.loc["fav-1024-16", "speedup_vs_ggml-vec"] == pytest.approx(8.0)
@@ -80,7 +80,7 @@ def test_speedups_match_hand_computed_values(sweep: Path) -> None:
 
 
 def test_vl_scaling_vs_512(sweep: Path) -> None:
-    t = tables.vl_scaling_table(collect(sweep).df)
+    t = speedup.vl_scaling_table(collect(sweep).df)
     t = t[t["kernel"] == "fa-v"].set_index(["vlen", "lanes"])
     assert t.loc[(1024, 16), "speedup_vs_vlen512"] == pytest.approx(4.0 / 2.5)
     assert t.loc[(1024, 8), "speedup_vs_vlen512"] == pytest.approx(5.0 / 4.5)
@@ -88,7 +88,7 @@ def test_vl_scaling_vs_512(sweep: Path) -> None:
 
 
 def test_q8_breakdown_both_methods(sweep: Path) -> None:
-    t = tables.q8_breakdown_table(collect(sweep).df).set_index("kernel")
+    t = cycles.q8_breakdown_table(collect(sweep).df).set_index("kernel")
     p = t.loc["q8-packed"]  # busyCycles 280/320/400 of 1000 cycles
     assert p["method"] == "busyCycles"
     assert (p["packing"], p["reduction"], p["mac"], p["other"]) == pytest.approx(
@@ -109,7 +109,7 @@ def test_scalar_baseline_with_absent_vector_axes(tmp_path: Path) -> None:
     write_run(root, "fv", attn_axes("fa-v", 2048, 32),
               stats=synth.roi_stats_text(300, 10, filler=False),
               result=attn_result("fa-v", 2048))
-    t = tables.speedup_table(collect(root).df).set_index("id")
+    t = speedup.speedup_table(collect(root).df).set_index("id")
     assert t.loc["fv", "speedup_vs_ggml-scalar"] == pytest.approx(30.0)
     assert math.isnan(t.loc["fv", "speedup_vs_ggml-vec"])
 
@@ -122,8 +122,8 @@ def test_incremental_cache(sweep: Path) -> None:
     assert second.parsed == 0 and second.reused == 14
     cols = ["id", "status", "cycles", "vlen", "lanes", "kernel", "usable"]
     pd.testing.assert_frame_equal(first.df[cols], second.df[cols], check_dtype=False)
-    for fn in (tables.speedup_table, tables.vl_scaling_table, tables.q8_breakdown_table,
-               tables.failed_runs):
+    for fn in (speedup.speedup_table, speedup.vl_scaling_table, cycles.q8_breakdown_table,
+               runs.failed_runs):
         pd.testing.assert_frame_equal(fn(first.df), fn(second.df), check_dtype=False)
     # a new run is picked up, the others come from the cache
     write_run(sweep, "fav-2048-16", attn_axes("fa-v", 2048, 16),
@@ -231,7 +231,7 @@ def test_real_gem5_run_collects(tmp_path: Path, path: Path) -> None:
         assert 0 < r["vec_timing_uops_arith"] < r["vec_timing_uops_total"]
     else:
         assert r["vec_uops_total"] == 0
-    from analysis.tables import cycle_accounting_table
+    from analysis.cycles import cycle_accounting_table
 
     acc = cycle_accounting_table(collect(tmp_path).df).iloc[0]
     assert acc["scalar_ops"] + acc["vector_uops"] + acc["vsetvl"] == r["ops"]
@@ -254,18 +254,18 @@ def test_scalar_run_shared_by_two_uarchs_is_every_uarchs_baseline(tmp_path: Path
               result=attn_result("ggml-scalar", 0))
     points = [{"axes": {**scalar_axes, "uarch": u}, "run": "scalar"}
               for u in ("paper-vl-scaled", "vitruvius-plus")]
-    for u, cycles in (("paper-vl-scaled", 100), ("vitruvius-plus", 200)):
+    for u, cyc in (("paper-vl-scaled", 100), ("vitruvius-plus", 200)):
         axes = {**attn_axes("fa-v", 512, 8), "uarch": u}
-        write_run(tmp_path, f"fav-{u}", axes, stats=synth.roi_stats_text(cycles, cycles),
+        write_run(tmp_path, f"fav-{u}", axes, stats=synth.roi_stats_text(cyc, cyc),
                   result=attn_result("fa-v", 512))
         points.append({"axes": axes, "run": f"fav-{u}"})
     (tmp_path / "points.json").write_text(json.dumps(points))
     df = collect(tmp_path, use_cache=False).df
     assert sorted(df[df["id"] == "scalar"]["uarch"]) == ["paper-vl-scaled", "vitruvius-plus"]
-    sp = tables.speedup_table(df).set_index("id")
+    sp = speedup.speedup_table(df).set_index("id")
     assert sp.loc["fav-paper-vl-scaled", "speedup_vs_ggml-scalar"] == pytest.approx(40.0)
     assert sp.loc["fav-vitruvius-plus", "speedup_vs_ggml-scalar"] == pytest.approx(20.0)
-    assert tables.status_table(df)["runs"].sum() == 3  # still three runs
+    assert runs.status_table(df)["runs"].sum() == 3  # still three runs
 
 
 def test_layout_spread_per_point(tmp_path: Path) -> None:
@@ -278,20 +278,20 @@ def test_layout_spread_per_point(tmp_path: Path) -> None:
                   {**attn_axes(kernel, 512, 8), "stack_shift": shift},
                   stats=synth.roi_stats_text(cyc, cyc // 2),
                   result=attn_result(kernel, 512))
-    t = tables.layout_spread_table(collect(tmp_path, use_cache=False).df)
+    t = studies.layout_spread_table(collect(tmp_path, use_cache=False).df)
     fav = t[t["kernel"] == "fa-v"].iloc[0]
     assert fav["shifts"] == 3 and fav["cycles_shift0"] == 1_000_000
     assert (fav["cycles_min"], fav["cycles_max"]) == (990_000, 1_050_000)
     assert fav["spread"] == pytest.approx(1_050_000 / 990_000 - 1)
     assert t[t["kernel"] == "ggml-vec"].iloc[0]["spread"] == 0
     # the speedup pairs runs of the same shift
-    sp = tables.speedup_table(collect(tmp_path).df)
+    sp = speedup.speedup_table(collect(tmp_path).df)
     at16 = sp[(sp["kernel"] == "fa-v") & (sp["stack_shift"] == 16)].iloc[0]
     assert at16["speedup_vs_ggml-vec"] == pytest.approx(4_000_000 / 1_050_000)
 
 
 def test_no_layout_spread_without_shifts(sweep: Path) -> None:
-    assert tables.layout_spread_table(collect(sweep).df).empty
+    assert studies.layout_spread_table(collect(sweep).df).empty
 
 
 def test_vl_fill_from_known_counts(tmp_path: Path) -> None:
@@ -316,7 +316,7 @@ def test_vl_fill_from_known_counts(tmp_path: Path) -> None:
     df = collect(tmp_path).df
     assert _row(df, "fav")["vec_element_bits"] == 102400
     assert math.isnan(_row(df, "no-vt")["vec_element_bits"])
-    t = tables.vl_fill_table(df).set_index("kernel")
+    t = cycles.vl_fill_table(df).set_index("kernel")
     assert set(t.index) == {"fa-v", "ggml-vec"}  # no-vt and scalar left out
     f = t.loc["fa-v"]
     assert f["vector_uops"] == 100 and f["elems_per_uop"] == 32 and f["vlmax_e32"] == 64
@@ -344,7 +344,7 @@ def test_regime_table_sets_regimes_side_by_side(tmp_path: Path) -> None:
         write_run(tmp_path, f"auto-{vlen}", {**attn_axes("fa-v", vlen, 8), "regime": "auto"},
                   stats=synth.roi_stats_text(cyc, cyc // 2, filler=False),
                   result={**attn_result("fa-v", vlen), "regime": ran})
-    t = tables.regime_table(collect(tmp_path).df).set_index("vlen")
+    t = studies.regime_table(collect(tmp_path).df).set_index("vlen")
     assert list(t.columns[-8:]) == ["auto", "blocked", "packed", "rows", "best",
                                     "best_vs_blocked", "auto_ran", "auto_vs_best"]
     assert t.loc[512, "auto_ran"] == "rows" and t.loc[512, "auto_vs_best"] == 1.0
@@ -356,7 +356,7 @@ def test_regime_table_sets_regimes_side_by_side(tmp_path: Path) -> None:
     write_run(only_vec, "vec", attn_axes("ggml-vec", 512, 8),
               stats=synth.roi_stats_text(3000, 1500, filler=False),
               result=attn_result("ggml-vec", 512))
-    assert tables.regime_table(collect(only_vec).df).empty
+    assert studies.regime_table(collect(only_vec).df).empty
 
 
 @pytest.mark.parametrize("name, damage", [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import plots, tables
+from analysis import cycles, formatting, plots, speedup, tables
 from analysis.collect import collect
 from analysis.report import make_report
 
@@ -26,16 +26,16 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def test_markdown_and_latex_format() -> None:
     t = pd.DataFrame({"kernel": ["fa-v", "ggml_vec"], "vlen": [512, 1024],
                       "speedup": [24.123456, float("nan")]})
-    md = tables.to_markdown(t).splitlines()
+    md = formatting.to_markdown(t).splitlines()
     assert md[0] == "| kernel | vlen | speedup |"
     assert md[1] == "|---|---|---|"
     assert md[2] == "| fa-v | 512 | 24.1 |"
     assert md[3] == "| ggml_vec | 1024 |  |"
-    tex = tables.to_latex(t)
+    tex = formatting.to_latex(t)
     assert tex.startswith("\\begin{tabular}{lrr}")
     assert "ggml\\_vec & 1024 &  \\\\" in tex
     assert "\\toprule" in tex and tex.rstrip().endswith("\\end{tabular}")
-    assert tables.to_markdown(pd.DataFrame()) == "_no data_\n"
+    assert formatting.to_markdown(pd.DataFrame()) == "_no data_\n"
 
 
 def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
@@ -157,14 +157,14 @@ def test_planner_shaped_grid(tmp_path: Path) -> None:
                             i += 1
     df = collect(root).df
     assert df["usable"].all()
-    sp = tables.speedup_table(df)
+    sp = speedup.speedup_table(df)
     fixed = sp[(sp["timing_model"] == "fixed") & (sp["kernel"] == "fa-v")]
     assert len(fixed) == 12 and fixed["lanes"].isna().all()
     r = fixed[(fixed["vlen"] == 2048) & (fixed["model"] == "qwen2.5-3b")
               & (fixed["phase"] == "decode")].iloc[0]
     assert r["speedup_vs_ggml-scalar"] == pytest.approx(80.0)
     assert r["speedup_vs_ggml-vec"] == pytest.approx(10.0)
-    summ = tables.speedup_summary(sp)
+    summ = speedup.speedup_summary(sp)
     assert (summ["lanes"] == "-").sum() == 12
     made, notes = plots.make_all(df, tmp_path / "f")
     assert notes == ["Q8_0 breakdown: no usable gem5 run of a q8 kernel"]
@@ -172,7 +172,7 @@ def test_planner_shaped_grid(tmp_path: Path) -> None:
     assert len(made["speedup_vs_vlen"]) == 4 and len(made["vlen_lanes_heatmap"]) == 4
     assert len(made["peak_share"]) == 2 and len(made["lane_utilisation"]) == 2
     assert len(made["vl_fill"]) == 2  # one figure: a panel per model and phase
-    fill = tables.vl_fill_table(df)
+    fill = cycles.vl_fill_table(df)
     # lanes pooled (two runs under lanes timing), timing_model kept: it differs
     assert "lanes" not in fill.columns and "timing_model" in fill.columns
     assert len(fill) == 2 * 2 * 2 * 3 * 2  # models, phases, kernels, VLENs, timing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweeps.gem5check import Gem5Error, check
+from system.gem5check import Gem5Error, check
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,12 @@ import sys
 
 import pytest
 
+from workloads.kernels import ATTENTION, names
+from workloads.kernels import kernel as registry_kernel
+
 pytestmark = pytest.mark.gem5
 
-KERNELS = ["ggml-scalar", "ggml-vec", "fa-v"]
+KERNELS = names(ATTENTION)
 PHASES = {"prefill": ["--phase", "prefill", "--n", "64"],
           "decode": ["--phase", "decode", "--l", "256"]}
 POINTS = [("paper-fixed", 512, "none"), ("paper-fixed", 8192, "none"),
@@ -28,7 +31,7 @@ def kernel_cases() -> list:
     for kernel in KERNELS:
         for phase, args in PHASES.items():
             for point in POINTS:
-                if kernel == "ggml-scalar" and point != POINTS[0]:
+                if not registry_kernel(kernel).vector and point != POINTS[0]:
                     continue  # ignores VLEN and the vector timing model: one point is enough
                 out.append(pytest.param(kernel, args, *point,
                                         id="-".join(map(str, (kernel, phase, *point)))))
@@ -39,7 +42,7 @@ def kernel_cases() -> list:
 def test_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, phase: list[str], uarch: str,
                         vlen: int, lanes: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.one", uarch, str(vlen), lanes, "--results",
+        [sys.executable, "-m", "tools.one", uarch, str(vlen), lanes, "--results",
          str(tmp_path), "--", "--kernel", kernel, "--model", "tinyllama-1.1b", *phase],
         capture_output=True, text=True,
     )
@@ -58,7 +61,7 @@ def test_q8_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, vlen: int) -> None
     (VLEN <= 1024) cannot check. Stock v24.0.0.1 failed all three: widening-op checks
     (patch 0004) and slide offsets taken modulo 256 at SEW 8 (patch 0005)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.one", "vitruvius-plus", str(vlen), "16", "--results",
+        [sys.executable, "-m", "tools.one", "vitruvius-plus", str(vlen), "16", "--results",
          str(tmp_path), "--", "--kernel", kernel, "--model", "tinyllama-1.1b", "--proj", "up",
          "--max-rows", "32"],
         capture_output=True, text=True,
@@ -70,7 +73,7 @@ def test_q8_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, vlen: int) -> None
 
 def _roi_cycles(results, *workload_args: str) -> int:
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.one", "paper-fixed", "512", "none", "--results",
+        [sys.executable, "-m", "tools.one", "paper-fixed", "512", "none", "--results",
          str(results), "--", "--kernel", "fa-v", "--model", "tinyllama-1.1b",
          "--phase", "decode", "--l", "128", *workload_args],
         capture_output=True, text=True,
@@ -101,7 +104,7 @@ def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: l
     """fa-v's regimes compute correctly at vector lengths QEMU cannot run (VLEN <= 1024;
     there LMUL 4 stands in for 4096 bits), checked by the workload itself in gem5."""
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.one", "paper-fixed", str(vlen), "none", "--results",
+        [sys.executable, "-m", "tools.one", "paper-fixed", str(vlen), "none", "--results",
          str(tmp_path), "--", "--kernel", "fa-v", "--model", "tinyllama-1.1b", *phase,
          "--regime", regime],
         capture_output=True, text=True,

@@ -1,7 +1,7 @@
 """The patched timing models do what they say (needs gem5; skipped with a reason without it).
 
 Runs the vbench microbenchmark in gem5 on a sample of (uarch, VLEN, lanes) points and checks
-measured cycles per instruction against each model's formula (sweeps/vbench.py), and against
+measured cycles per instruction against each model's formula (tools/vbench.py), and against
 the measured table kept in configs/data/vbench.csv (gem5 cycle counts are deterministic).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps import vbench
+from tools import vbench
 
 pytestmark = pytest.mark.gem5
 
@@ -66,7 +66,7 @@ def test_vl_scaled_latency_grows_with_vlen_and_shrinks_with_lanes(rows: list[dic
 def test_measured_table_is_reproduced(rows: list[dict]) -> None:
     table = Path(vbench.DATA) / "vbench.csv"
     if not table.is_file():
-        pytest.skip("configs/data/vbench.csv not generated yet (python -m sweeps.vbench table)")
+        pytest.skip("configs/data/vbench.csv not generated yet (python -m tools.vbench table)")
     with open(table) as f:
         stored = {(r["uarch"], int(r["vlen"]), int(r["lanes"]), r["op"], r["dep"], r["vl"]):
                   (int(r["cycles_short"]), int(r["cycles_long"])) for r in csv.DictReader(f)}

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from workloads.kernels import FAMILIES, binaries
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Behaviour chosen by --seed: 1.. ok, 13 segfault, 14 hang (FAKE_HANG s, default 60), 15 bad
@@ -131,7 +133,7 @@ class Fakes:
 def real_gem5() -> str | None:
     """The gem5 the gem5-gated tests run on ($GEM5, else the `make gem5` build), looked up
     with the real environment, before no_gem5_build() hides the build."""
-    from sweeps.gem5find import Gem5Error, find_gem5
+    from system.gem5find import Gem5Error, find_gem5
 
     try:
         return find_gem5()
@@ -150,8 +152,7 @@ def no_gem5_build(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
 def fakes(tmp_path: Path, no_gem5_build: None) -> Fakes:
     wl = tmp_path / "wl"
     wl.mkdir()
-    for b in ("attention", "attention-scalar", "attention-fa-v", "attention-ggml-vec", "q8",
-              "q8-scalar"):
+    for b in (*binaries(), *(f.by_hand for f in FAMILIES.values())):
         _exe(wl / b, FAKE_WORKLOAD)
     qemu = _exe(tmp_path / "fake-qemu", FAKE_QEMU)
     gem5 = _exe(tmp_path / "fake-gem5.opt", FAKE_GEM5)

@@ -42,6 +42,8 @@ def mem_mb() -> int:
 
 @pytest.fixture
 def slurm(tmp_path: Path) -> Iterator[dict[str, str]]:
+    # Long on purpose: one readable script that starts munged, slurmctld and slurmd for
+    # this test alone, waits for them, yields, and tears them down in reverse.
     d = tmp_path / "slurm"
     for sub in ("state", "spool", "munge"):
         (d / sub).mkdir(parents=True)

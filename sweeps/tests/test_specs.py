@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sweeps.plan import HashCache, build_plan
+from sweeps.hashes import HashCache
+from sweeps.plan import build_plan
 from sweeps.spec import SCHEMA_FILE, SpecError, load_spec, schema_text
 from sweeps.tests.conftest import ROOT
 
@@ -206,7 +207,7 @@ def test_gem5_runs_get_a_fixed_stack_layout(monkeypatch: pytest.MonkeyPatch,
                                             tmp_path: Path) -> None:
     """Every gem5 run carries the stack layout configs/run.py pads to; a shift is part of
     the run's identity, and QEMU runs have none."""
-    from sweeps.plan import STACK_AREA
+    from sweeps.runjson import STACK_AREA
 
     monkeypatch.setenv("GEM5", str(SCHEMA_FILE))
     plain = plan_of(GOOD_G, tmp_path)
@@ -219,3 +220,29 @@ def test_gem5_runs_get_a_fixed_stack_layout(monkeypatch: pytest.MonkeyPatch,
     assert shifts == {0, 32}
     q = plan_of(GOOD_Q, tmp_path)
     assert all("stack" not in r.run_json["workload"] for r in q.runs.values())
+
+
+def test_registry_tunables_are_axes_of_their_kernels_only(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """The Q8_0 options are axes: a run gets the flag when its kernel has the option, the
+    other kernels' runs are shared across its values, and a spec without the axis plans
+    the same runs as before the axis existed."""
+    monkeypatch.setenv("GEM5", str(SCHEMA_FILE))
+    q8 = with_(GOOD_Q, "axes", {"vlen": [128], "kernel": ["q8-ggml", "q8-packed", "q8-split"],
+                                "model": ["tinyllama-1.1b"], "proj": ["k"]})
+    plain = plan_of(q8, tmp_path)
+    axes = {**q8["axes"], "pack_x": ["row", "once"], "split_mac": ["pair", "sext"],
+            "fp16": ["bits", "table"]}
+    swept = plan_of(with_(q8, "axes", axes), tmp_path)
+    args = {r.kernel: [] for r in swept.runs.values()}
+    for r in swept.runs.values():
+        args[r.kernel].append(r.run_json["workload"]["args"])
+    assert len(args["q8-ggml"]) == 2 and len(args["q8-packed"]) == len(args["q8-split"]) == 4
+    assert all("--pack-x" not in a and "--split-mac" not in a for a in args["q8-ggml"])
+    assert {a[a.index("--pack-x") + 1] for a in args["q8-packed"]} == {"row", "once"}
+    assert {a[a.index("--split-mac") + 1] for a in args["q8-split"]} == {"pair", "sext"}
+    assert all("--fp16" in a for k in args for a in args[k])
+    assert not set(plain.runs) & set(swept.runs)  # every swept run passes --fp16
+    bad = with_(q8, "axes", {**q8["axes"], "strip": [0]})
+    with pytest.raises(SpecError, match="axes.strip.0: expected a positive integer"):
+        plan_of(bad, tmp_path)

@@ -4,11 +4,13 @@ custom GQA shapes and non-default tunables. Each run must pass its own self-chec
 from __future__ import annotations
 
 import pytest
-import yaml
-from conftest import ROOT, VLENS, qemu_run
+from conftest import VLENS, qemu_run
 
-MODELS = sorted(yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text()))
-KERNELS = ("ggml-scalar", "ggml-vec", "fa-v")
+from workloads.kernels import ATTENTION, names
+from workloads.models import load_models
+
+MODELS = sorted(load_models())
+KERNELS = names(ATTENTION)
 PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}  # n = 12: rows for G >= 6
 
 
@@ -27,7 +29,7 @@ def auto_choice(model: str, phase: str, n_q: int, vlen: int) -> tuple[str, int, 
     (strips of 128 rows, 64 when D > 64 at LMUL > 1);
     else packed for MHA when D divides a VLMAX longer than D; else blocked; outside rows
     the smallest LMUL whose VLMAX holds D (else 4). Returns (regime, lmul, strip)."""
-    m = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]
+    m = load_models()[model]
     d, group = m["head_dim"], m["heads"] // m["kv_heads"]
     if n_q * group >= 64:
         lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= 128), 4)
@@ -54,8 +56,7 @@ def test_models(kernel: str, model: str, phase: str, vlen: int) -> None:
         assert (rec["regime"], rec["lmul"], rec["strip"]) == (regime, lmul, strip)
         assert rec["regime_asked"] == "auto" and rec["vlmax"] == vlen * lmul // 32
     else:
-        head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text()
-                                  )[model]["head_dim"]
+        head_dim = load_models()[model]["head_dim"]
         assert rec["lmul"] == next((m for m in (1, 2, 4) if vlen * m // 32 >= head_dim), 4)
         assert rec["regime"] == "row"
 
@@ -84,10 +85,10 @@ def test_fav_packed_models(model: str, phase: str) -> None:
     per register and D = 128 (VLMAX == D) stays blocked."""
     rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
                  "--lmul", "4", "--regime", "packed"], vlen=1024)
-    head_dim = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["head_dim"]
+    head_dim = load_models()[model]["head_dim"]
     if head_dim == 64:
         assert rec["regime"] == "packed" and rec["pack"] == 2
-        heads = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]["heads"]
+        heads = load_models()[model]["heads"]
         regs = -(-heads // 2)  # registers for all heads of a token
         # R * LMUL <= 4 (register file): LMUL 4 leaves R = 1
         assert rec["r"] == min(1, regs) and rec["heads_per_step"] == 2 * rec["r"]
@@ -216,7 +217,7 @@ def test_fav_rows_models(model: str, phase: str) -> None:
     rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
                  "--lmul", "4", "--regime", "rows"], vlen=1024)
     assert rec["regime"] == "rows" and rec["vlmax"] == 128 and rec["block_c"] == 32
-    m = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())[model]
+    m = load_models()[model]
     assert rec["heads_per_step"] == m["heads"] // m["kv_heads"]
 
 

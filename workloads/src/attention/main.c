@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attention/attn.h"
+#include "attention/reference.h"
 #include "common/harness.h"
 
 /* Which kernels this binary holds. A kernel family gets a binary of its own
@@ -53,115 +54,6 @@ static int auto_block_c(int kv_heads, int head_dim, int decode) {
     return 16;
 }
 
-/* Converts n floats to double once: the reference then runs on doubles without a conversion
- * per use (it runs on gem5's atomic CPU after every measured kernel, so its instruction
- * count is a large part of a sweep's cost). */
-static double *to_double(const float *x, size_t n) {
-    double *d = malloc(n * sizeof(double));
-    if (!d) die_arg("out of memory");
-    for (size_t i = 0; i < n; i++) d[i] = x[i];
-    return d;
-}
-
-static void reference(const attn_problem *p, double *out) {
-    const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
-    const size_t kv_row = (size_t)p->kv_heads * D;
-    double *w = malloc((size_t)p->n_kv * sizeof(double));
-    double *qd = to_double(p->q, (size_t)p->n_q * H * D);
-    double *kd = to_double(p->k, (size_t)p->n_kv * kv_row);
-    double *vd = to_double(p->v, (size_t)p->n_kv * kv_row);
-    if (!w) die_arg("out of memory");
-    const double scale = 1.0 / sqrt((double)D);
-    for (int i = 0; i < p->n_q; i++) {
-        const int end = attn_kv_end(p, i);
-        for (int h = 0; h < H; h++) {
-            const double *q = qd + ((size_t)i * H + h) * D;
-            const size_t kvo = (size_t)(h / group) * D;
-            double mx = -INFINITY, sum = 0.0;
-            for (int j = 0; j < end; j++) {
-                const double *k = kd + (size_t)j * kv_row + kvo;
-                double s = 0.0;
-                for (int d = 0; d < D; d++) s += q[d] * k[d];
-                w[j] = s * scale;
-                if (w[j] > mx) mx = w[j];
-            }
-            for (int j = 0; j < end; j++) sum += (w[j] = exp(w[j] - mx));
-            double *o = out + ((size_t)i * H + h) * D;
-            for (int d = 0; d < D; d++) o[d] = 0.0;
-            for (int j = 0; j < end; j++) {
-                const double *v = vd + (size_t)j * kv_row + kvo;
-                const double wj = w[j];
-                for (int d = 0; d < D; d++) o[d] += wj * v[d];
-            }
-            for (int d = 0; d < D; d++) o[d] /= sum;
-        }
-    }
-    free(w);
-    free(qd);
-    free(kd);
-    free(vd);
-}
-
-/* Reference files (--make-ref writes one, --ref reads one): the double-precision reference
- * depends only on the problem and the inputs, so a sweep computes it once per shape and seed
- * on a fast simulator instead of after every measured kernel. The header names the problem
- * and a checksum of the generated inputs; a file for anything else is refused. */
-typedef struct {
-    char magic[8];
-    int32_t heads, kv_heads, head_dim, n_q, n_kv, causal;
-    int64_t seed;
-    uint64_t inputs; /* checksum of Q, K and V as generated */
-    uint64_t count;  /* doubles that follow */
-} ref_header;
-
-static const char REF_MAGIC[8] = "VSREF01";
-
-static uint64_t checksum(uint64_t h, const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t w;
-        memcpy(&w, &x[i], sizeof w);
-        h = (h ^ w) * 0x100000001b3ULL; /* FNV-1a step per 32-bit word */
-    }
-    return h;
-}
-
-static ref_header ref_header_of(const attn_problem *p, long seed, size_t nq_el, size_t nkv_el) {
-    ref_header h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, REF_MAGIC, sizeof h.magic);
-    h.heads = p->heads, h.kv_heads = p->kv_heads, h.head_dim = p->head_dim;
-    h.n_q = p->n_q, h.n_kv = p->n_kv, h.causal = p->causal, h.seed = seed;
-    uint64_t c = 0xcbf29ce484222325ULL;
-    c = checksum(c, p->q, nq_el);
-    c = checksum(c, p->k, nkv_el);
-    h.inputs = checksum(c, p->v, nkv_el);
-    h.count = nq_el;
-    return h;
-}
-
-static void ref_write(const char *path, const ref_header *h, const double *ref) {
-    FILE *f = fopen(path, "wb");
-    if (!f) die_arg("--make-ref: cannot write %s", path);
-    const int ok = fwrite(h, sizeof *h, 1, f) == 1 &&
-                   fwrite(ref, sizeof(double), h->count, f) == h->count;
-    if (fclose(f) != 0 || !ok) die_arg("--make-ref: cannot write %s", path);
-}
-
-static void ref_read(const char *path, const ref_header *want, double *ref) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die_arg("--ref: cannot read %s", path);
-    ref_header got;
-    if (fread(&got, sizeof got, 1, f) != 1 || memcmp(got.magic, REF_MAGIC, sizeof got.magic))
-        die_arg("--ref: %s is not a reference file", path);
-    if (memcmp(&got, want, sizeof got))
-        die_arg("--ref: %s was written for another problem or inputs (shape %dx%dx%d, n_q %d, "
-                "n_kv %d, seed %lld)", path, got.heads, got.kv_heads, got.head_dim, got.n_q,
-                got.n_kv, (long long)got.seed);
-    const int ok = fread(ref, sizeof(double), want->count, f) == want->count;
-    fclose(f);
-    if (!ok) die_arg("--ref: %s is truncated", path);
-}
-
 static void fill(rng_t *r, float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = rng_uniform(r, -1.0f, 1.0f);
 }
@@ -184,226 +76,329 @@ static void write_meta(const char *dir, const char *kernel, const attn_problem *
     }
 }
 
-int main(int argc, char **argv) {
-    static const char *const kernels[] = {"ggml-scalar", "ggml-vec", "fa-v", NULL};
-    static const char *const phases[] = {"prefill", "decode", NULL};
-    static const char *const precisions[] = {"fp32", "fp16", NULL};
-    args_t a;
-    args_init(&a, argc, argv);
+/* What a kernel reports besides its result: the regime it ran and the choices it made. */
+typedef struct {
+    const char *regime, *regime_asked; /* "row" for the ggml kernels */
+    const char *transpose; /* fa-v's K^T, Q^T, O^T copies: "tile", "strided" or "none" */
+    int vlmax, pack, step, strip, r, unroll; /* step: heads processed per inner iteration */
+    int tile_rows; /* rows per transpose tile (0: none or strided) */
+#if ATTN_HAS_FAV
+    fav_ctx fav;
+#endif
+} kernel_state;
 
-    const char *kernel = arg_choice(&a, "kernel", NULL, kernels);
-    const int kid = strcmp(kernel, "fa-v") == 0 ? 2 : strcmp(kernel, "ggml-vec") == 0 ? 1 : 0;
-    const int built[3] = {ATTN_HAS_GGML_SCALAR, ATTN_HAS_GGML_VEC, ATTN_HAS_FAV};
-    if (!built[kid])
-        die_arg("--kernel: '%s' is not in this binary (%s, %s: only%s%s%s)", kernel, ATTN_BINARY,
-                VLSCALE_VECTOR ? "rv64gcv" : "rv64gc", built[0] ? " ggml-scalar" : "",
-                built[1] ? " ggml-vec" : "", built[2] ? " fa-v" : "");
-    const char *model = arg_str(&a, "model", NULL);
-    const char *sh = arg_str(&a, "heads", NULL), *skv = arg_str(&a, "kv-heads", NULL),
-               *sd = arg_str(&a, "head-dim", NULL);
+/* The kernels of this workload, in the order of the kernel registry (workloads/kernels.py,
+ * family attention); the enum names their rows. A binary holds its family's kernels
+ * (ATTN_HAS_*). `prepare` makes every choice and allocation before the region of interest,
+ * `release` frees what it took; the call itself is in main's region of interest (a direct
+ * call: nothing else may run there). Adding a kernel: a row here, its call in main, its
+ * entry in the registry. */
+enum { GGML_SCALAR, GGML_VEC, FA_V };
+
+typedef struct {
+    const char *name;
+    int built;
+    void (*prepare)(kernel_state *k, const attn_problem *p, attn_tunables *t,
+                    const char *regime_asked);
+    void (*release)(kernel_state *k);
+} attn_kernel;
+
+/* ggml kernels: one (token, head) row at a time */
+static void prepare_row(kernel_state *k, const attn_problem *p, attn_tunables *t,
+                        const char *regime_asked) {
+    (void)regime_asked;
+#if VLSCALE_VECTOR
+    if (t->lmul == 0) t->lmul = attn_auto_lmul(p->head_dim);
+#else
+    (void)p;
+    if (t->lmul == 0) t->lmul = 1; /* no vector code: nothing to choose */
+#endif
+    k->regime = k->regime_asked = "row";
+    k->transpose = "none";
+    k->vlmax = k->strip = k->tile_rows = 0;
+    k->pack = k->step = 1;
+    k->r = t->r, k->unroll = t->unroll;
+}
+
+#if ATTN_HAS_FAV
+/* fa-v decides its regime, LMUL and block sizes here, with the scratch it needs */
+static void prepare_fav(kernel_state *k, const attn_problem *p, attn_tunables *t,
+                        const char *regime_asked) {
+    fav_ctx *fc = &k->fav;
+    if (fav_prepare(fc, p, t) != 0) die_arg("out of memory");
+    k->regime = fc->heads  ? "heads"
+                : fc->rows ? "rows"
+                : fc->dot  ? "dot"
+                : fc->packed ? "packed"
+                             : "blocked";
+    /* the rows and blocked regimes make transposed copies (tiles in registers or strided) */
+    k->transpose = fc->rows || !(fc->packed || fc->dot || fc->heads)
+                       ? (fc->tile_rows ? "tile" : "strided")
+                       : "none";
+    k->tile_rows = fc->tile_rows;
+    k->regime_asked = regime_asked;
+    t->lmul = fc->t.lmul;       /* as the regime resolved it */
+    t->block_c = fc->t.block_c; /* as the regime resolved it */
+    k->vlmax = fc->vlmax;
+    k->strip = fc->rows ? fc->strip : 0;
+    k->pack = fc->pack;
+    k->r = fc->t.r;           /* capped by the register file and the number of heads */
+    k->unroll = fc->t.unroll; /* capped by the register file */
+    k->step = fc->dot ? 1 : fc->heads ? p->heads /* a key's scores for every head at once */
+              : fc->rows ? p->heads / p->kv_heads /* a strip shares one kv head */
+              : fc->packed ? fc->pack * fc->t.r : fc->t.unroll; /* packed: U = (VLMAX / D) * R */
+}
+
+static void release_fav(kernel_state *k) { fav_release(&k->fav); }
+#define FAV ATTN_HAS_FAV, prepare_fav, release_fav
+#else
+#define FAV 0, prepare_row, NULL
+#endif
+
+static const attn_kernel KERNELS[] = {
+    [GGML_SCALAR] = {"ggml-scalar", ATTN_HAS_GGML_SCALAR, prepare_row, NULL},
+    [GGML_VEC] = {"ggml-vec", ATTN_HAS_GGML_VEC, prepare_row, NULL},
+    [FA_V] = {"fa-v", FAV},
+};
+#define N_KERNELS ((int)(sizeof KERNELS / sizeof KERNELS[0]))
+
+/* --kernel: one of the table's names, and in this binary */
+static const attn_kernel *parse_kernel(args_t *a) {
+    const char *names[N_KERNELS + 1];
+    for (int i = 0; i < N_KERNELS; i++) names[i] = KERNELS[i].name;
+    names[N_KERNELS] = NULL;
+    const char *name = arg_choice(a, "kernel", NULL, names);
+    const attn_kernel *k = KERNELS;
+    while (strcmp(k->name, name) != 0) k++;
+    if (!k->built) {
+        char built[128] = "";
+        for (int i = 0; i < N_KERNELS; i++)
+            if (KERNELS[i].built) {
+                strncat(built, " ", sizeof built - strlen(built) - 1);
+                strncat(built, KERNELS[i].name, sizeof built - strlen(built) - 1);
+            }
+        die_arg("--kernel: '%s' is not in this binary (%s, %s: only%s)", name, ATTN_BINARY,
+                VLSCALE_VECTOR ? "rv64gcv" : "rv64gc", built);
+    }
+    return k;
+}
+
+typedef struct {
+    const char *model; /* NULL for a custom shape */
     int heads, kv_heads, head_dim;
-    if (model) {
+} shape;
+
+/* --model, or a custom shape (--heads, --kv-heads, --head-dim) */
+static shape parse_shape(args_t *a) {
+    shape s = {arg_str(a, "model", NULL), 0, 0, 0};
+    const char *sh = arg_str(a, "heads", NULL), *skv = arg_str(a, "kv-heads", NULL),
+               *sd = arg_str(a, "head-dim", NULL);
+    if (s.model) {
         if (sh || skv || sd) die_arg("--model: give either --model or --heads/--kv-heads/--head-dim");
-        const model_shape *m = find_model(model);
+        const model_shape *m = find_model(s.model);
         if (!m) {
             char list[512] = "";
             for (int i = 0; i < N_MODELS; i++) {
                 strncat(list, MODELS[i].name, sizeof list - strlen(list) - 1);
                 if (i + 1 < N_MODELS) strncat(list, ", ", sizeof list - strlen(list) - 1);
             }
-            die_arg("--model: unknown model '%s' (expected one of: %s)", model, list);
+            die_arg("--model: unknown model '%s' (expected one of: %s)", s.model, list);
         }
-        heads = m->heads, kv_heads = m->kv_heads, head_dim = m->head_dim;
-    } else {
-        if (!sh || !skv || !sd)
-            die_arg("--model: missing (or give all of --heads, --kv-heads and --head-dim)");
-        heads = (int)arg_long(&a, "heads", 0, 1, 1024);
-        kv_heads = (int)arg_long(&a, "kv-heads", 0, 1, 1024);
-        head_dim = (int)arg_long(&a, "head-dim", 0, 1, 4096);
-        if (heads % kv_heads)
-            die_arg("--kv-heads: %d does not divide --heads %d", kv_heads, heads);
+        s.heads = m->heads, s.kv_heads = m->kv_heads, s.head_dim = m->head_dim;
+        return s;
     }
-    const char *phase = arg_choice(&a, "phase", "prefill", phases);
-    const int decode = strcmp(phase, "decode") == 0;
-    int n_q, n_kv;
-    if (decode) {
-        if (arg_str(&a, "n", NULL)) die_arg("--n: not used with --phase decode (use --l)");
-        n_kv = (int)arg_long(&a, "l", 256, 1, 1 << 20);
-        n_q = 1;
-    } else {
-        if (arg_str(&a, "l", NULL)) die_arg("--l: not used with --phase prefill (use --n)");
-        n_q = n_kv = (int)arg_long(&a, "n", 64, 1, 1 << 16);
-    }
-    const char *precision = arg_choice(&a, "precision", "fp32", precisions);
-    if (strcmp(precision, "fp16") == 0)
-        die_arg("--precision: fp16 is not supported in this build (needs zvfh; fp32 only)");
-    const long seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
-    const roi_mode roi = parse_roi(&a);
-    attn_tunables t;
-    t.block_r = (int)arg_long(&a, "block-r", 64, 1, 1 << 16);
-    const char *bc_arg = arg_str(&a, "block-c", "auto");
-    t.block_c_auto = !strcmp(bc_arg, "auto");
-    if (t.block_c_auto) {
-        t.block_c = auto_block_c(kv_heads, head_dim, decode);
-    } else {
-        char *end = NULL;
-        const long bc = strtol(bc_arg, &end, 10);
-        if (end == bc_arg || *end || bc < 1 || bc > (1 << 16))
-            die_arg("--block-c: expected auto or an integer in [1, 65536], got '%s'", bc_arg);
-        t.block_c = (int)bc;
-    }
+    if (!sh || !skv || !sd)
+        die_arg("--model: missing (or give all of --heads, --kv-heads and --head-dim)");
+    s.heads = (int)arg_long(a, "heads", 0, 1, 1024);
+    s.kv_heads = (int)arg_long(a, "kv-heads", 0, 1, 1024);
+    s.head_dim = (int)arg_long(a, "head-dim", 0, 1, 4096);
+    if (s.heads % s.kv_heads)
+        die_arg("--kv-heads: %d does not divide --heads %d", s.kv_heads, s.heads);
+    return s;
+}
+
+/* an integer option that may also be "auto" (0) */
+static int arg_auto(args_t *a, const char *key) {
+    const char *v = arg_str(a, key, "auto");
+    if (!strcmp(v, "auto")) return 0;
+    char *end = NULL;
+    const long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > (1 << 16))
+        die_arg("--%s: expected auto or an integer in [1, 65536], got '%s'", key, v);
+    return (int)n;
+}
+
+/* the tunables; --regime as given (auto or a regime) in *regime_asked */
+static attn_tunables parse_tunables(args_t *a, const shape *s, int decode,
+                                    const char **regime_asked) {
     static const char *const regimes[] = {"auto", "blocked", "packed", "rows", "dot", "heads", NULL};
-    const char *regime_arg = arg_choice(&a, "regime", "auto", regimes);
-    t.regime = !strcmp(regime_arg, "blocked") ? FAV_BLOCKED
-               : !strcmp(regime_arg, "packed") ? FAV_PACKED
-               : !strcmp(regime_arg, "rows") ? FAV_ROWS
-               : !strcmp(regime_arg, "dot") ? FAV_DOT
-               : !strcmp(regime_arg, "heads") ? FAV_HEADS : FAV_AUTO;
-    t.unroll = (int)arg_long(&a, "unroll", 4, 1, 8);
-    const char *strip_arg = arg_str(&a, "strip", "auto");
-    if (!strcmp(strip_arg, "auto")) t.strip = 0;
-    else {
-        char *end = NULL;
-        const long sv = strtol(strip_arg, &end, 10);
-        if (end == strip_arg || *end || sv < 1 || sv > (1 << 16))
-            die_arg("--strip: expected auto or an integer in [1, 65536], got '%s'", strip_arg);
-        t.strip = (int)sv;
-    }
     static const char *const transposes[] = {"auto", "tile", "strided", NULL};
-    const char *tr_arg = arg_choice(&a, "transpose", "auto", transposes);
-    t.transpose = !strcmp(tr_arg, "tile")      ? FAV_TRANSPOSE_TILE
-                  : !strcmp(tr_arg, "strided") ? FAV_TRANSPOSE_STRIDED
-                                               : FAV_TRANSPOSE_AUTO;
-    t.r = (int)arg_long(&a, "r", 4, 1, 4);
+    attn_tunables t;
+    t.block_r = (int)arg_long(a, "block-r", 64, 1, 1 << 16);
+    t.block_c = arg_auto(a, "block-c");
+    t.block_c_auto = t.block_c == 0;
+    if (t.block_c_auto) t.block_c = auto_block_c(s->kv_heads, s->head_dim, decode);
+    *regime_asked = arg_choice(a, "regime", "auto", regimes);
+    t.regime = !strcmp(*regime_asked, "blocked") ? FAV_BLOCKED
+               : !strcmp(*regime_asked, "packed") ? FAV_PACKED
+               : !strcmp(*regime_asked, "rows") ? FAV_ROWS
+               : !strcmp(*regime_asked, "dot") ? FAV_DOT
+               : !strcmp(*regime_asked, "heads") ? FAV_HEADS : FAV_AUTO;
+    t.unroll = (int)arg_long(a, "unroll", 4, 1, 8);
+    t.strip = arg_auto(a, "strip");
+    const char *tr = arg_choice(a, "transpose", "auto", transposes);
+    t.transpose = !strcmp(tr, "tile")      ? FAV_TRANSPOSE_TILE
+                  : !strcmp(tr, "strided") ? FAV_TRANSPOSE_STRIDED
+                                           : FAV_TRANSPOSE_AUTO;
+    t.r = (int)arg_long(a, "r", 4, 1, 4);
     /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
-    const char *lmul_arg = arg_str(&a, "lmul", "auto");
+    const char *lmul_arg = arg_str(a, "lmul", "auto");
     if (!strcmp(lmul_arg, "auto")) t.lmul = 0;
     else if (!strcmp(lmul_arg, "1") || !strcmp(lmul_arg, "2") || !strcmp(lmul_arg, "4"))
         t.lmul = atoi(lmul_arg);
     else die_arg("--lmul: expected auto, 1, 2 or 4, got '%s'", lmul_arg);
-    const char *dump = arg_str(&a, "dump", NULL);
-    const char *ref_in = arg_str(&a, "ref", NULL);       /* read the reference from here */
-    const char *ref_out = arg_str(&a, "make-ref", NULL); /* only write the reference */
-    const int perturb = arg_flag(&a, "test-perturb");
+    return t;
+}
+
+typedef struct {
+    const attn_kernel *kernel;
+    shape shape;
+    const char *phase, *precision, *regime_asked, *dump, *ref_in, *ref_out;
+    int decode, n_q, n_kv, perturb;
+    long seed;
+    roi_mode roi;
+    attn_tunables t;
+} run_args;
+
+static run_args parse(int argc, char **argv) {
+    static const char *const phases[] = {"prefill", "decode", NULL};
+    static const char *const precisions[] = {"fp32", "fp16", NULL};
+    args_t a;
+    args_init(&a, argc, argv);
+    run_args r;
+    r.kernel = parse_kernel(&a);
+    r.shape = parse_shape(&a);
+    r.phase = arg_choice(&a, "phase", "prefill", phases);
+    r.decode = strcmp(r.phase, "decode") == 0;
+    if (r.decode) {
+        if (arg_str(&a, "n", NULL)) die_arg("--n: not used with --phase decode (use --l)");
+        r.n_kv = (int)arg_long(&a, "l", 256, 1, 1 << 20);
+        r.n_q = 1;
+    } else {
+        if (arg_str(&a, "l", NULL)) die_arg("--l: not used with --phase prefill (use --n)");
+        r.n_q = r.n_kv = (int)arg_long(&a, "n", 64, 1, 1 << 16);
+    }
+    r.precision = arg_choice(&a, "precision", "fp32", precisions);
+    if (strcmp(r.precision, "fp16") == 0)
+        die_arg("--precision: fp16 is not supported in this build (needs zvfh; fp32 only)");
+    r.seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
+    r.roi = parse_roi(&a);
+    r.t = parse_tunables(&a, &r.shape, r.decode, &r.regime_asked);
+    r.dump = arg_str(&a, "dump", NULL);
+    r.ref_in = arg_str(&a, "ref", NULL);       /* read the reference from here */
+    r.ref_out = arg_str(&a, "make-ref", NULL); /* only write the reference */
+    r.perturb = arg_flag(&a, "test-perturb");
     args_finish(&a);
+    if (r.ref_in && r.ref_out) die_arg("--ref and --make-ref: give one of them");
+    return r;
+}
 
-    const size_t nq_el = (size_t)n_q * heads * head_dim, nkv_el = (size_t)n_kv * kv_heads * head_dim;
-    float *q = xaligned(nq_el * sizeof(float)), *k = xaligned(nkv_el * sizeof(float)),
-          *v = xaligned(nkv_el * sizeof(float)), *o = xaligned(nq_el * sizeof(float));
-    rng_t rng;
-    rng_seed(&rng, (uint64_t)seed);
-    fill(&rng, q, nq_el);
-    fill(&rng, k, nkv_el);
-    fill(&rng, v, nkv_el);
-    attn_problem p = {.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim, .n_q = n_q,
-                      .n_kv = n_kv, .causal = !decode, .scale = 1.0f / sqrtf((float)head_dim),
-                      .q = q, .k = k, .v = v, .o = o};
-
-    if (ref_in && ref_out) die_arg("--ref and --make-ref: give one of them");
-    const ref_header ref_hdr = ref_header_of(&p, seed, nq_el, nkv_el);
-    if (ref_out) { /* no kernel: compute the reference, write it, report */
-        double *r = malloc(nq_el * sizeof(double));
-        if (!r) die_arg("out of memory");
-        reference(&p, r);
-        ref_write(ref_out, &ref_hdr, r);
-        printf("{\"workload\": \"attention\", \"make_ref\": \"%s\", \"count\": %zu}\n", ref_out,
-               nq_el);
-        free(r);
-        return EXIT_OK;
-    }
-
-#if VLSCALE_VECTOR
-    if (t.lmul == 0 && kid != 2) t.lmul = attn_auto_lmul(head_dim); /* fa-v: per regime */
-#else
-    if (t.lmul == 0) t.lmul = 1; /* no vector code: nothing to choose */
-#endif
-    const char *regime = "row"; /* ggml kernels: one (token, head) row at a time */
-    int vlmax = 0, pack = 1, step = 1, strip = 0, r_eff = t.r, u_eff = t.unroll; /* step: heads processed per inner iteration */
-    const char *transpose = "none"; /* fa-v's K^T, Q^T and O^T copies, where it makes them */
-    int tile_rows = 0;
-#if ATTN_HAS_FAV
-    fav_ctx fc;
-    if (kid == 2) {
-        if (fav_prepare(&fc, &p, &t) != 0) die_arg("out of memory");
-        regime = fc.heads ? "heads" : fc.rows ? "rows" : fc.dot ? "dot" : fc.packed ? "packed" : "blocked";
-        t.lmul = fc.t.lmul; /* as the regime resolved it */
-        t.block_c = fc.t.block_c; /* as the regime resolved it */
-        vlmax = fc.vlmax;
-        strip = fc.rows ? fc.strip : 0;
-        if (fc.rows || !(fc.packed || fc.dot || fc.heads)) transpose = fc.tile_rows ? "tile" : "strided";
-        tile_rows = fc.tile_rows;
-        pack = fc.pack;
-        r_eff = fc.t.r; /* capped by the register file and the number of heads */
-        u_eff = fc.t.unroll; /* capped by the register file */
-        step = fc.dot ? 1 : fc.heads ? heads : fc.rows ? heads / kv_heads /* a strip shares one kv head */
-               : fc.packed ? fc.pack * fc.t.r : fc.t.unroll; /* packed: U = (VLMAX / D) * R */
-    }
-#endif
-    /* the region of interest holds the kernel call and nothing else */
-    roi_begin(roi);
-#if ATTN_HAS_FAV
-    if (kid == 2) attn_fa_v(&fc);
-#endif
-#if ATTN_HAS_GGML_VEC
-    if (kid == 1) attn_ggml_vec(&p, &t);
-#endif
-#if ATTN_HAS_GGML_SCALAR
-    if (kid == 0) attn_ggml_scalar(&p);
-#endif
-    roi_end(roi);
-#if ATTN_HAS_FAV
-    if (kid == 2) fav_release(&fc);
-#endif
-    if (perturb) o[nq_el / 2] += 0.5f; /* self-test of the checker: must be caught */
-
-    double *ref = malloc(nq_el * sizeof(double));
-    if (!ref) die_arg("out of memory");
-    if (ref_in) ref_read(ref_in, &ref_hdr, ref);
-    else reference(&p, ref);
-    err_stats e;
-    err_reset(&e);
-    for (size_t i = 0; i < nq_el; i++) err_add(&e, o[i], ref[i], ATOL, RTOL, REL_FLOOR);
-    const int ok = e.n_bad == 0;
-
-    if (dump) {
-        dump_array(dump, "q", q, nq_el * sizeof(float));
-        dump_array(dump, "k", k, nkv_el * sizeof(float));
-        dump_array(dump, "v", v, nkv_el * sizeof(float));
-        dump_array(dump, "o", o, nq_el * sizeof(float));
-        write_meta(dump, kernel, &p, seed);
-    }
-
+static void report(const run_args *r, const kernel_state *k, const err_stats *e, int ok) {
     json_begin();
     json_str("workload", "attention");
-    json_str("kernel", kernel);
-    json_str("model", model ? model : "custom");
-    json_int("heads", heads);
-    json_int("kv_heads", kv_heads);
-    json_int("head_dim", head_dim);
-    json_str("phase", phase);
-    json_int(decode ? "l" : "n", decode ? n_kv : n_q);
-    json_str("precision", precision);
-    json_int("seed", seed);
-    json_str("roi", roi == ROI_M5 ? "m5" : "none");
+    json_str("kernel", r->kernel->name);
+    json_str("model", r->shape.model ? r->shape.model : "custom");
+    json_int("heads", r->shape.heads);
+    json_int("kv_heads", r->shape.kv_heads);
+    json_int("head_dim", r->shape.head_dim);
+    json_str("phase", r->phase);
+    json_int(r->decode ? "l" : "n", r->decode ? r->n_kv : r->n_q);
+    json_str("precision", r->precision);
+    json_int("seed", r->seed);
+    json_str("roi", r->roi == ROI_M5 ? "m5" : "none");
     json_int("vlen", (long)vlen_bits());
-    json_int("block_r", t.block_r);
-    json_int("block_c", t.block_c);
-    json_int("unroll", u_eff);
-    json_int("r", r_eff);
-    json_int("lmul", t.lmul);
-    json_str("regime", regime);
-    json_str("regime_asked", kid == 2 ? regime_arg : "row");
-    json_int("vlmax", vlmax);
-    json_int("strip", strip);
-    json_str("transpose", transpose);
-    json_int("tile_rows", tile_rows);
-    json_int("pack", pack);
-    json_int("heads_per_step", step);
-    json_errors(&e);
+    json_int("block_r", r->t.block_r);
+    json_int("block_c", r->t.block_c);
+    json_int("unroll", k->unroll);
+    json_int("r", k->r);
+    json_int("lmul", r->t.lmul);
+    json_str("regime", k->regime);
+    json_str("regime_asked", k->regime_asked);
+    json_int("vlmax", k->vlmax);
+    json_int("strip", k->strip);
+    json_str("transpose", k->transpose);
+    json_int("tile_rows", k->tile_rows);
+    json_int("pack", k->pack);
+    json_int("heads_per_step", k->step);
+    json_errors(e);
     json_num("atol", ATOL);
     json_num("rtol", RTOL);
     json_bool("pass", ok);
     json_end();
+}
+
+static void dump_all(const run_args *r, const attn_problem *p, size_t nq_el, size_t nkv_el) {
+    dump_array(r->dump, "q", p->q, nq_el * sizeof(float));
+    dump_array(r->dump, "k", p->k, nkv_el * sizeof(float));
+    dump_array(r->dump, "v", p->v, nkv_el * sizeof(float));
+    dump_array(r->dump, "o", p->o, nq_el * sizeof(float));
+    write_meta(r->dump, r->kernel->name, p, r->seed);
+}
+
+int main(int argc, char **argv) {
+    run_args r = parse(argc, argv);
+    const shape *s = &r.shape;
+    const size_t nq_el = (size_t)r.n_q * s->heads * s->head_dim,
+                 nkv_el = (size_t)r.n_kv * s->kv_heads * s->head_dim;
+    float *q = xaligned(nq_el * sizeof(float)), *k = xaligned(nkv_el * sizeof(float)),
+          *v = xaligned(nkv_el * sizeof(float)), *o = xaligned(nq_el * sizeof(float));
+    rng_t rng;
+    rng_seed(&rng, (uint64_t)r.seed);
+    fill(&rng, q, nq_el);
+    fill(&rng, k, nkv_el);
+    fill(&rng, v, nkv_el);
+    const attn_problem p = {.heads = s->heads, .kv_heads = s->kv_heads, .head_dim = s->head_dim,
+                            .n_q = r.n_q, .n_kv = r.n_kv, .causal = !r.decode,
+                            .scale = 1.0f / sqrtf((float)s->head_dim),
+                            .q = q, .k = k, .v = v, .o = o};
+    double *ref = malloc(nq_el * sizeof(double));
+    if (!ref) die_arg("out of memory");
+    const ref_header ref_hdr = ref_header_of(&p, r.seed, nq_el, nkv_el);
+    if (r.ref_out) { /* no kernel: compute the reference, write it, report */
+        attn_reference(&p, ref);
+        ref_write(r.ref_out, &ref_hdr, ref);
+        printf("{\"workload\": \"attention\", \"make_ref\": \"%s\", \"count\": %zu}\n",
+               r.ref_out, nq_el);
+        return EXIT_OK;
+    }
+
+    kernel_state ks;
+    r.kernel->prepare(&ks, &p, &r.t, r.regime_asked);
+    roi_begin(r.roi); /* the region of interest holds the kernel call and nothing else */
+    switch (r.kernel - KERNELS) {
+#if ATTN_HAS_GGML_SCALAR
+    case GGML_SCALAR: attn_ggml_scalar(&p); break;
+#endif
+#if ATTN_HAS_GGML_VEC
+    case GGML_VEC: attn_ggml_vec(&p, &r.t); break;
+#endif
+#if ATTN_HAS_FAV
+    case FA_V: attn_fa_v(&ks.fav); break;
+#endif
+    default: break;
+    }
+    roi_end(r.roi);
+    if (r.kernel->release) r.kernel->release(&ks);
+    if (r.perturb) o[nq_el / 2] += 0.5f; /* self-test of the checker: must be caught */
+
+    if (r.ref_in) ref_read(r.ref_in, &ref_hdr, ref);
+    else attn_reference(&p, ref);
+    err_stats e;
+    err_reset(&e);
+    for (size_t i = 0; i < nq_el; i++) err_add(&e, o[i], ref[i], ATOL, RTOL, REL_FLOOR);
+    const int ok = e.n_bad == 0;
+    if (r.dump) dump_all(&r, &p, nq_el, nkv_el);
+    report(&r, &ks, &e, ok);
     free(ref);
     free(q), free(k), free(v), free(o);
     return ok ? EXIT_OK : EXIT_WRONG;

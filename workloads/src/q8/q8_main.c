@@ -10,11 +10,31 @@
 #include "common/harness.h"
 #include "q8/q8.h"
 
-static const char *const KERNELS[] = {"q8-scalar", "q8-ggml", "q8-packed", "q8-split", NULL};
 static const char *const PROJS[] = {"q", "k", "v", "o", "gate", "up", "down", NULL};
-static const char *const PACK_X[] = {"row", "once", NULL};
 static const char *const FP16[] = {"bits", "table", NULL};
+
+/* The kernels of this workload, in the order of the kernel registry (workloads/kernels.py,
+ * family q8); the enum names their rows. A kernel may own one option of its own (its
+ * values, the first the default). The call itself is in main's region of interest.
+ * Adding a kernel: a row here, its call in main, its entry in the registry. */
+enum { Q8_SCALAR, Q8_GGML, Q8_PACKED, Q8_SPLIT };
+
+typedef struct {
+    const char *name;
+    int vector;                 /* needs the vector build (q8), not q8-scalar */
+    const char *option;         /* its own option, or NULL */
+    const char *const *choices; /* that option's values */
+} q8_kernel;
+
+static const char *const PACK_X[] = {"row", "once", NULL};
 static const char *const SPLIT_MAC[] = {"pair", "sext", NULL};
+static const q8_kernel KERNELS[] = {
+    [Q8_SCALAR] = {"q8-scalar", 0, NULL, NULL},
+    [Q8_GGML] = {"q8-ggml", 1, NULL, NULL},
+    [Q8_PACKED] = {"q8-packed", 1, "pack-x", PACK_X},
+    [Q8_SPLIT] = {"q8-split", 1, "split-mac", SPLIT_MAC},
+};
+#define N_KERNELS ((int)(sizeof KERNELS / sizeof KERNELS[0]))
 
 static void proj_shape(const model_shape *m, const char *proj, long *rows, long *cols) {
     const long h = m->hidden, qd = (long)m->heads * m->head_dim;
@@ -81,57 +101,135 @@ static void write_meta(const char *dir, const char *kernel, long rows, long cols
     }
 }
 
-int main(int argc, char **argv) {
+typedef struct {
+    const q8_kernel *kernel;
+    const char *model, *proj, *dump, *fp16;
+    const char *own[N_KERNELS]; /* each kernel's own option: its value, else its default */
+    long rows, cols, seed;
+    roi_mode roi;
+    int perturb;
+} run_args;
+
+static const q8_kernel *parse_kernel(args_t *a) {
+    const char *names[N_KERNELS + 1];
+    for (int i = 0; i < N_KERNELS; i++) names[i] = KERNELS[i].name;
+    names[N_KERNELS] = NULL;
+    const char *name = arg_choice(a, "kernel", NULL, names);
+    const q8_kernel *k = KERNELS;
+    while (strcmp(k->name, name) != 0) k++;
+#if !VLSCALE_VECTOR
+    if (k->vector) die_arg("--kernel: '%s' needs the vector build (q8); this is q8-scalar", name);
+#endif
+    return k;
+}
+
+/* --model and --proj, or --rows and --cols; --max-rows */
+static void parse_shape(args_t *a, run_args *r) {
+    r->model = arg_str(a, "model", NULL);
+    r->proj = NULL;
+    if (r->model) {
+        const model_shape *m = find_model(r->model);
+        if (!m) die_arg("--model: unknown model '%s' (see workloads/models.yaml)", r->model);
+        r->proj = arg_choice(a, "proj", NULL, PROJS);
+        if (arg_str(a, "rows", NULL) || arg_str(a, "cols", NULL))
+            die_arg("--rows/--cols: not allowed together with --model");
+        proj_shape(m, r->proj, &r->rows, &r->cols);
+    } else {
+        if (arg_str(a, "proj", NULL)) die_arg("--proj: needs --model");
+        r->rows = arg_long(a, "rows", -1, 1, 1L << 20);
+        r->cols = arg_long(a, "cols", -1, 1, 1L << 20);
+        if (r->rows < 0 || r->cols < 0) die_arg("--model/--proj or --rows and --cols are required");
+    }
+    if (r->cols % QK != 0) die_arg("--cols: %ld is not a multiple of %d", r->cols, QK);
+    const long max_rows = arg_long(a, "max-rows", 0, 1, 1L << 30);
+    if (max_rows > 0 && r->rows > max_rows) r->rows = max_rows;
+}
+
+static run_args parse(int argc, char **argv) {
     args_t a;
     args_init(&a, argc, argv);
-    const char *kernel = arg_choice(&a, "kernel", NULL, KERNELS);
-#if !VLSCALE_VECTOR
-    if (strcmp(kernel, "q8-scalar") != 0)
-        die_arg("--kernel: '%s' needs the vector build (q8); this is q8-scalar", kernel);
-#endif
-    const char *model_name = arg_str(&a, "model", NULL);
-    const char *proj = NULL;
-    long rows, cols;
-    if (model_name) {
-        const model_shape *m = find_model(model_name);
-        if (!m) die_arg("--model: unknown model '%s' (see workloads/models.yaml)", model_name);
-        proj = arg_choice(&a, "proj", NULL, PROJS);
-        if (arg_str(&a, "rows", NULL) || arg_str(&a, "cols", NULL))
-            die_arg("--rows/--cols: not allowed together with --model");
-        proj_shape(m, proj, &rows, &cols);
-    } else {
-        if (arg_str(&a, "proj", NULL)) die_arg("--proj: needs --model");
-        rows = arg_long(&a, "rows", -1, 1, 1L << 20);
-        cols = arg_long(&a, "cols", -1, 1, 1L << 20);
-        if (rows < 0 || cols < 0) die_arg("--model/--proj or --rows and --cols are required");
+    run_args r;
+    r.kernel = parse_kernel(&a);
+    parse_shape(&a, &r);
+    r.seed = arg_long(&a, "seed", 1, 0, 0x7fffffffffffffffL);
+    r.roi = parse_roi(&a);
+    r.dump = arg_str(&a, "dump", NULL);
+    r.perturb = arg_flag(&a, "test-perturb");
+    for (int i = 0; i < N_KERNELS; i++) {
+        const q8_kernel *k = &KERNELS[i];
+        r.own[i] = k->option ? k->choices[0] : NULL;
+        if (!k->option || !arg_str(&a, k->option, NULL)) continue;
+        if (k != r.kernel) die_arg("--%s: only for --kernel %s", k->option, k->name);
+        r.own[i] = arg_choice(&a, k->option, NULL, k->choices);
     }
-    if (cols % QK != 0) die_arg("--cols: %ld is not a multiple of %d", cols, QK);
-    const long max_rows = arg_long(&a, "max-rows", 0, 1, 1L << 30);
-    if (max_rows > 0 && rows > max_rows) rows = max_rows;
-    const long seed = arg_long(&a, "seed", 1, 0, 0x7fffffffffffffffL);
-    const roi_mode roi = parse_roi(&a);
-    const char *dump = arg_str(&a, "dump", NULL);
-    const int perturb = arg_flag(&a, "test-perturb");
-    const char *pack_x = arg_str(&a, "pack-x", NULL);
-    if (pack_x) {
-        if (strcmp(kernel, "q8-packed") != 0) die_arg("--pack-x: only for --kernel q8-packed");
-        pack_x = arg_choice(&a, "pack-x", NULL, PACK_X);
-    } else {
-        pack_x = "row";
-    }
-    const char *split_mac = arg_str(&a, "split-mac", NULL);
-    if (split_mac) {
-        if (strcmp(kernel, "q8-split") != 0) die_arg("--split-mac: only for --kernel q8-split");
-        split_mac = arg_choice(&a, "split-mac", NULL, SPLIT_MAC);
-    } else {
-        split_mac = "pair";
-    }
-    const char *fp16 = arg_choice(&a, "fp16", "bits", FP16);
+    r.fp16 = arg_choice(&a, "fp16", "bits", FP16);
     args_finish(&a);
+    return r;
+}
 
-    const size_t R = (size_t)rows, C = (size_t)cols, nb = C / QK;
+static void report(const run_args *r, long block_info, const err_stats *e, int pass) {
+    const int id = (int)(r->kernel - KERNELS);
+    json_begin();
+    json_str("workload", "q8");
+    json_str("kernel", r->kernel->name);
+    json_str("model", r->model ? r->model : "custom");
+    json_str("proj", r->proj ? r->proj : "custom");
+    json_int("rows", r->rows);
+    json_int("cols", r->cols);
+    json_int("seed", r->seed);
+    json_int("vlen", (long)vlen_bits());
+    json_str("fp16", r->fp16);
+    if (id == Q8_GGML) json_int("block_vl", QK);
+    if (id == Q8_PACKED) {
+        json_int("blocks_per_reg", block_info);
+        json_str("pack_x", r->own[Q8_PACKED]);
+    }
+    if (id == Q8_SPLIT) {
+        json_int("tile_rows", block_info);
+        json_str("split_mac", r->own[Q8_SPLIT]);
+    }
+    json_errors(e);
+    json_bool("pass", pass);
+    json_end();
+}
+
+/* Compares y with the double-precision reference (after planting an error when perturb);
+ * 1 when every row is within its tolerance. */
+static int check(const q8_problem *p, float *y, int perturb, err_stats *e) {
+    const size_t R = p->rows;
+    double *yref = xaligned(R * sizeof(double));
+    double *abssum = xaligned(R * sizeof(double));
+    reference(p, yref, abssum);
+    if (perturb) { /* far outside the tolerance below */
+        const size_t i = R / 2;
+        y[i] += (float)(0.01 * abssum[i] + 1.0);
+    }
+    /* Tolerance: each kernel adds nb fp32 terms (each rounded once more than the
+     * reference's): |err| <= (nb + 2) * 2^-24 * sum|terms|; doubled for margin. */
+    err_reset(e);
+    for (size_t i = 0; i < R; i++) {
+        const double atol = 2.0 * (double)(p->nb + 2) * 0x1p-24 * abssum[i] + 1e-30;
+        err_add(e, y[i], yref[i], atol, 0.0, fmax(1e-3 * abssum[i], 1e-30));
+    }
+    free(yref);
+    free(abssum);
+    return e->n_bad == 0;
+}
+
+static void dump_all(const run_args *r, const float *x, const q8_problem *p, const float *y) {
+    dump_array(r->dump, "x", x, p->cols * sizeof(float));
+    dump_array(r->dump, "xq", p->xq, p->nb * sizeof(block_q8));
+    dump_array(r->dump, "w", p->w, p->rows * p->nb * sizeof(block_q8));
+    dump_array(r->dump, "y", y, p->rows * sizeof(float));
+    write_meta(r->dump, r->kernel->name, r->rows, r->cols, r->seed);
+}
+
+int main(int argc, char **argv) {
+    const run_args r = parse(argc, argv);
+    const int id = (int)(r.kernel - KERNELS);
+    const size_t R = (size_t)r.rows, C = (size_t)r.cols, nb = C / QK;
     rng_t rng;
-    rng_seed(&rng, (uint64_t)seed);
+    rng_seed(&rng, (uint64_t)r.seed);
     float *x = xaligned(C * sizeof(float));
     block_q8 *xq = xaligned(nb * sizeof(block_q8));
     block_q8 *w = xaligned(R * nb * sizeof(block_q8));
@@ -140,81 +238,41 @@ int main(int argc, char **argv) {
     make_w(&rng, w, R * nb);
     quantize_q8(x, xq, C);
     float *f16tab = NULL;
-    if (!strcmp(fp16, "table")) { /* set-up, like ggml_cpu_init */
+    if (!strcmp(r.fp16, "table")) { /* set-up, like ggml_cpu_init */
         f16tab = xaligned(65536 * sizeof(float));
         for (uint32_t h = 0; h < 65536; h++) f16tab[h] = fp16_to_fp32((uint16_t)h);
     }
     const q8_problem p = {.rows = R, .cols = C, .nb = nb, .w = w, .xq = xq, .f16tab = f16tab};
 
-    long blocks_per_reg = 0, tile_rows = 0;
+    long block_info = 0; /* blocks per register (q8-packed), rows per tile (q8-split) */
 #if VLSCALE_VECTOR
     int8_t *xbuf = NULL;
     q8_split_layout split = {0};
-    if (!strcmp(kernel, "q8-packed")) {
-        blocks_per_reg = (long)q8_packed_blocks_per_reg();
+    if (id == Q8_PACKED) {
+        block_info = (long)q8_packed_blocks_per_reg();
         xbuf = xaligned(C);
-    } else if (!strcmp(kernel, "q8-split")) {
+    } else if (id == Q8_SPLIT) {
         q8_split_convert(&p, &split); /* layout conversion: set-up, outside the ROI */
-        tile_rows = (long)split.tile;
+        block_info = (long)split.tile;
     }
 #endif
 
-    roi_begin(roi);
-    if (!strcmp(kernel, "q8-scalar")) q8_scalar(&p, y);
+    roi_begin(r.roi);
+    switch (id) {
+    case Q8_SCALAR: q8_scalar(&p, y); break;
 #if VLSCALE_VECTOR
-    else if (!strcmp(kernel, "q8-ggml")) q8_ggml(&p, y);
-    else if (!strcmp(kernel, "q8-packed")) q8_packed(&p, y, !strcmp(pack_x, "once"), xbuf);
-    else q8_split(&split, xq, f16tab, !strcmp(split_mac, "sext"), y);
+    case Q8_GGML: q8_ggml(&p, y); break;
+    case Q8_PACKED: q8_packed(&p, y, !strcmp(r.own[Q8_PACKED], "once"), xbuf); break;
+    case Q8_SPLIT: q8_split(&split, xq, f16tab, !strcmp(r.own[Q8_SPLIT], "sext"), y); break;
 #endif
-    roi_end(roi);
-
-    double *yref = xaligned(R * sizeof(double));
-    double *abssum = xaligned(R * sizeof(double));
-    reference(&p, yref, abssum);
-    if (perturb) { /* far outside the tolerance below */
-        const size_t r = R / 2;
-        y[r] += (float)(0.01 * abssum[r] + 1.0);
+    default: break;
     }
-    /* Tolerance: each kernel adds nb fp32 terms (each rounded once more than the
-     * reference's): |err| <= (nb + 2) * 2^-24 * sum|terms|; doubled for margin. */
+    roi_end(r.roi);
+
     err_stats e;
-    err_reset(&e);
-    for (size_t r = 0; r < R; r++) {
-        const double atol = 2.0 * (double)(nb + 2) * 0x1p-24 * abssum[r] + 1e-30;
-        err_add(&e, y[r], yref[r], atol, 0.0, fmax(1e-3 * abssum[r], 1e-30));
-    }
-    const int pass = e.n_bad == 0;
-
-    if (dump) {
-        dump_array(dump, "x", x, C * sizeof(float));
-        dump_array(dump, "xq", xq, nb * sizeof(block_q8));
-        dump_array(dump, "w", w, R * nb * sizeof(block_q8));
-        dump_array(dump, "y", y, R * sizeof(float));
-        write_meta(dump, kernel, rows, cols, seed);
-    }
-
-    json_begin();
-    json_str("workload", "q8");
-    json_str("kernel", kernel);
-    json_str("model", model_name ? model_name : "custom");
-    json_str("proj", proj ? proj : "custom");
-    json_int("rows", rows);
-    json_int("cols", cols);
-    json_int("seed", seed);
-    json_int("vlen", (long)vlen_bits());
-    json_str("fp16", fp16);
-    if (!strcmp(kernel, "q8-ggml")) json_int("block_vl", QK);
-    if (!strcmp(kernel, "q8-packed")) {
-        json_int("blocks_per_reg", blocks_per_reg);
-        json_str("pack_x", pack_x);
-    }
-    if (!strcmp(kernel, "q8-split")) {
-        json_int("tile_rows", tile_rows);
-        json_str("split_mac", split_mac);
-    }
-    json_errors(&e);
-    json_bool("pass", pass);
-    json_end();
+    const int pass = check(&p, y, r.perturb, &e);
+    if (r.dump) dump_all(&r, x, &p, y);
+    report(&r, block_info, &e, pass);
 
 #if VLSCALE_VECTOR
     q8_split_free(&split);
@@ -225,7 +283,5 @@ int main(int argc, char **argv) {
     free(xq);
     free(w);
     free(y);
-    free(yref);
-    free(abssum);
     return pass ? EXIT_OK : EXIT_WRONG;
 }

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from sweeps import vbench
-from sweeps.uarch import load_uarch, resolve
+from system.loader import load_uarch
+from system.resolved import resolve
+from tools import vbench
 
 
 def system(u: str, vlen: int, lanes: int) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -11,13 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from sweeps import gem5find
-from sweeps.gem5find import Gem5Error, find_gem5
-from sweeps.tests.conftest import FAKE_GEM5, ROOT, Fakes, _exe
+from system import gem5find
+from system.gem5find import Gem5Error, find_gem5
 
+ROOT = Path(__file__).resolve().parents[2]
 INFO_GEM5 = """#!/bin/sh
 echo 'VECSCALE_GEM5_INFO {"version": "24.0.0.1", "isas": ["RISCV"], "patched": true}'
 """
+
+
+def _exe(path: Path, text: str) -> Path:
+    path.write_text(text.replace("#!PYTHON", f"#!{sys.executable}"))
+    path.chmod(0o755)
+    return path
 
 
 def fake_build(root: Path, text: str = INFO_GEM5, series: str | None = None,
@@ -76,7 +81,7 @@ def test_build_time_scales_with_cores() -> None:
 
 
 def run_check(env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sweeps.gem5check"], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "system.gem5check"], capture_output=True,
                           text=True, env=env, cwd=ROOT)
 
 
@@ -112,42 +117,3 @@ def test_check_gem5_with_nothing_is_one_line(tmp_path: Path) -> None:
     proc = run_check(env_with(tmp_path / "none"))
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "make gem5" in lines[0], proc.stderr
-
-
-def test_sweep_runs_on_the_build_without_gem5_exported(fakes: Fakes, tmp_path: Path) -> None:
-    """The driver resolves the build once; cmd.sh and every run use it, and provenance
-    records the stamp's series and commit."""
-    binary = fake_build(tmp_path / "b", text=FAKE_GEM5)
-    del fakes.env["GEM5"]
-    fakes.env["GEM5_BUILD_DIR"] = str(tmp_path / "b")
-    spec = fakes.spec("g5b", target="gem5", axes={
-        "uarch": ["vitruvius-plus"], "vlen": [512], "lanes": [8], "kernel": ["fa-v"],
-        "model": ["tinyllama-1.1b"], "phase": ["prefill"], "n": [4]})
-    r = fakes.cli("run", str(spec), "--results", str(fakes.results))
-    assert r.returncode == 0, r.stdout + r.stderr
-    (v,) = fakes.statuses("g5b").values()
-    assert v["status"]["status"] == "ok"
-    prov = v["status"]["provenance"]
-    assert prov["gem5_series"] == gem5find.series_hash()
-    assert prov["gem5_commit"] == "b1a44b89c7bae73fae2dc547bc1f871452075b85"
-    assert prov["gem5_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
-    cmd = (fakes.results / "g5b" / "runs" / v["run"]["id"] / "cmd.sh").read_text()
-    assert str(binary) in cmd
-    sweep = json.loads((fakes.results / "g5b" / "provenance.json").read_text())
-    assert sweep["gem5"] == str(binary) and sweep["gem5_series"] == gem5find.series_hash()
-
-
-def test_another_gem5_binary_is_said_to_rerun_everything(fakes: Fakes, tmp_path: Path) -> None:
-    """Run ids include the gem5 binary's hash: planning a run sweep with another binary
-    warns that its runs are not reused."""
-    spec = fakes.spec("g5c", target="gem5", axes={
-        "uarch": ["paper-fixed"], "vlen": [512], "lanes": [8], "kernel": ["fa-v"],
-        "model": ["tinyllama-1.1b"], "phase": ["prefill"], "n": [4]})
-    r = fakes.cli("run", str(spec), "--results", str(fakes.results))
-    assert r.returncode == 0, r.stdout + r.stderr
-    same = fakes.cli("plan", str(spec), "--results", str(fakes.results))
-    assert "not reused" not in same.stdout + same.stderr and "done 1" in same.stdout
-    fakes.env["GEM5"] = str(_exe(tmp_path / "other-gem5.opt", FAKE_GEM5 + "# rebuilt\n"))
-    other = fakes.cli("plan", str(spec), "--results", str(fakes.results))
-    assert other.returncode == 0, other.stderr
-    assert "its runs are not reused (new run ids)" in other.stdout and "done 0" in other.stdout

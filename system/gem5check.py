@@ -1,8 +1,8 @@
 """Check that gem5 ($GEM5, else the `make gem5` build) is a patched v24.0.0.1 RISCV build.
 
-`python -m sweeps.gem5check` (or `make check-gem5`): one line per finding, exit 0 when
+`python -m system.gem5check` (or `make check-gem5`): one line per finding, exit 0 when
 usable, 2 otherwise; with a build stamp, also the build's facts and whether its patch series
-is the current gem5-patches/. Also used by `sweeps.one` before gem5 starts.
+is the current gem5-patches/. Also used by `tools.one` before gem5 starts.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sweeps.gem5find import Gem5Error, find_gem5, read_stamp, series_hash, series_lines
+from system.gem5find import Gem5Error, find_gem5, read_stamp, series_hash, series_lines
 
 REPO = Path(__file__).resolve().parent.parent
 EXPECTED_VERSION = "24.0.0.1"

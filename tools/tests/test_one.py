@@ -1,4 +1,4 @@
-"""`python -m sweeps.one` rejects bad input with one line before gem5 starts."""
+"""`python -m tools.one` rejects bad input with one line before gem5 starts."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ CASES = [
 def test_bad_input_one_line(argv: list[str], needle: str, tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "GEM5"}
     env["GEM5_BUILD_DIR"] = str(tmp_path / "no-build")  # not this machine's `make gem5` build
-    proc = subprocess.run([sys.executable, "-m", "sweeps.one", *argv, "--", "--kernel", "fa-v"],
+    proc = subprocess.run([sys.executable, "-m", "tools.one", *argv, "--", "--kernel", "fa-v"],
                           capture_output=True, text=True, env=env)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
@@ -36,7 +36,7 @@ def test_gem5_that_is_not_gem5(tmp_path) -> None:
     fake = tmp_path / "gem5.opt"
     fake.write_text("#!/bin/sh\necho hello\n")
     fake.chmod(0o755)
-    proc = subprocess.run([sys.executable, "-m", "sweeps.one", "vitruvius-plus", "2048", "16",
+    proc = subprocess.run([sys.executable, "-m", "tools.one", "vitruvius-plus", "2048", "16",
                            "--", "--kernel", "fa-v"], capture_output=True, text=True,
                           env={**os.environ, "GEM5": str(fake)})
     assert proc.returncode == 2 and "not a usable gem5" in proc.stderr
@@ -65,7 +65,7 @@ def test_success_path_prints_result_and_roi_cycles(tmp_path) -> None:
     fake.write_text(FAKE_GEM5)
     fake.chmod(0o755)
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.one", "vitruvius-plus", "2048", "16", "--results",
+        [sys.executable, "-m", "tools.one", "vitruvius-plus", "2048", "16", "--results",
          str(tmp_path / "res"), "--", "--kernel", "fa-v", "--model", "tinyllama-1.1b"],
         capture_output=True, text=True, env={**os.environ, "GEM5": str(fake)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -83,7 +83,7 @@ def test_gem5_from_an_older_patch_series(tmp_path) -> None:
         "#!/bin/sh\necho 'VECSCALE_GEM5_INFO {\"version\": \"24.0.0.1\", \"isas\": [\"RISCV\"], "
         "\"patched\": true, \"missing_params\": [\"vecTimingUnitQueue\"]}'\n")
     fake.chmod(0o755)
-    proc = subprocess.run([sys.executable, "-m", "sweeps.gem5check"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "system.gem5check"], capture_output=True,
                           text=True, env={**os.environ, "GEM5": str(fake)})
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr

@@ -1,8 +1,8 @@
 """Run one workload on one (uarch, VLEN, lanes) point in gem5, with one command.
 
-    python -m sweeps.one UARCH VLEN LANES -- --kernel fa-v --model tinyllama-1.1b \
+    python -m tools.one UARCH VLEN LANES -- --kernel fa-v --model tinyllama-1.1b \
         --phase prefill --n 64
-    python -m sweeps.one paper-vl-scaled 8192 8 --binary vbench -- --op vfadd --dep chain
+    python -m tools.one paper-vl-scaled 8192 8 --binary vbench -- --op vfadd --dep chain
     make run-one UARCH=vitruvius-plus VLEN=2048 LANES=16 ARGS="--kernel fa-v ..."
 
 Everything is checked before gem5 starts (uarch file and point, gem5, workload binary). The
@@ -19,24 +19,30 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sweeps.gem5check import Gem5Error, check
-from sweeps.plan import STACK_AREA, binary_for, workload_dir
+from sweeps.hashes import HashCache
+from sweeps.runjson import RunJson, make_run_json, stack_layout
 from sweeps.runner import gem5_argv
 from sweeps.spec import stack_shift_problem
-from sweeps.uarch import UarchError, load_uarch, resolve
+from system.gem5check import Gem5Error, check
+from system.loader import UarchError, load_uarch
+from system.resolved import ResolvedSystem, resolve
+from vecscale.vocab import REPO, gem5_config, workload_dir
+from workloads.kernels import kernel
 
-REPO = Path(__file__).resolve().parent.parent
+
+class BadInput(ValueError):
+    """One line for stderr; exit status 2."""
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
-    ap = argparse.ArgumentParser(prog="python -m sweeps.one", description=__doc__.split("\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m tools.one", description=__doc__.split("\n")[0],
                                  usage="%(prog)s UARCH VLEN LANES [options] -- WORKLOAD ARGS")
     ap.add_argument("uarch")
     ap.add_argument("vlen", type=int)
     ap.add_argument("lanes", help="lane count, or 'none' for a uarch that ignores lanes")
-    ap.add_argument("--results", type=Path, default=REPO / "results" / "one")
+    ap.add_argument("--results", type=Path, default=Path(REPO) / "results" / "one")
     ap.add_argument("--binary", help="workload binary (default: from --kernel; e.g. vbench)")
     ap.add_argument("--stack-shift", type=int, default=0, metavar="BYTES",
                     help="move the workload's initial stack down by BYTES (a multiple of 16; "
@@ -46,63 +52,78 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return ns
 
 
-def simulate(gem5: str, rundir: Path, run: dict, quiet: bool = False) -> int | None:
+def simulate(gem5: str, rundir: Path, run: RunJson, quiet: bool = False) -> int | None:
     """Write run.json into rundir and run gem5 on it; the workload's exit code, or None
     when gem5 itself failed (no workload_exit.json; see rundir/simerr)."""
     rundir.mkdir(parents=True, exist_ok=True)
     (rundir / "run.json").write_text(json.dumps(run, indent=1) + "\n")
     out = subprocess.DEVNULL if quiet else None
-    subprocess.run(gem5_argv(gem5, str(rundir), str(REPO / "configs" / "run.py")),
-                   stdout=out, stderr=out)
+    subprocess.run(gem5_argv(gem5, str(rundir), gem5_config()), stdout=out, stderr=out)
     exit_file = rundir / "workload_exit.json"
     if not exit_file.is_file():
         return None
     return int(json.loads(exit_file.read_text())["exit_code"])
 
 
+def _point(ns: argparse.Namespace) -> tuple[ResolvedSystem, str]:
+    """The resolved system of the point and the gem5 to run (checked)."""
+    if problem := stack_shift_problem(ns.stack_shift):
+        raise BadInput(f"--stack-shift: {problem}")
+    try:
+        lanes = None if ns.lanes == "none" else int(ns.lanes)
+    except ValueError:
+        raise BadInput(f"lanes: expected an integer or 'none', got {ns.lanes!r}") from None
+    try:
+        system = resolve(load_uarch(ns.uarch), ns.vlen, lanes)
+        return system, check()["path"]
+    except (UarchError, Gem5Error) as e:
+        raise BadInput(str(e)) from None
+
+
+def _binary(ns: argparse.Namespace) -> Path:
+    """The workload binary: --binary, else the one the registry names for --kernel."""
+    name = ns.binary
+    if name is None:
+        if "--kernel" not in ns.args[:-1]:
+            raise BadInput("workload arguments: --kernel KERNEL is required (or --binary)")
+        try:
+            name = kernel(ns.args[ns.args.index("--kernel") + 1]).binary
+        except KeyError as e:
+            raise BadInput(f"--kernel: {e.args[0]}") from None
+    path = Path(workload_dir()) / name
+    if not path.is_file():
+        raise BadInput(f"workload binary {path.name} not found: run `make workloads`")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
-    if problem := stack_shift_problem(ns.stack_shift):
-        print(f"error: --stack-shift: {problem}", file=sys.stderr)
-        return 2
     try:
-        ua = load_uarch(ns.uarch)
-        lanes = None if ns.lanes == "none" else int(ns.lanes)
-        system = resolve(ua, ns.vlen, lanes)
-        gem5 = check()
-    except (UarchError, Gem5Error) as e:
+        system, gem5 = _point(ns)
+        binary = _binary(ns)
+    except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ValueError:
-        print(f"error: lanes: expected an integer or 'none', got {ns.lanes!r}", file=sys.stderr)
-        return 2
-    binary = ns.binary
-    if binary is None:
-        if "--kernel" not in ns.args[:-1]:
-            print("error: workload arguments: --kernel KERNEL is required (or --binary)",
-                  file=sys.stderr)
-            return 2
-        binary = binary_for(ns.args[ns.args.index("--kernel") + 1])
-    path = workload_dir() / binary
-    if not path.is_file():
-        print(f"error: workload binary {path.name} not found: run `make workloads`",
-              file=sys.stderr)
         return 2
     # The ROI is what gets measured: always delimit it with m5ops.
     args = list(ns.args)
     if "--roi" in args[:-1]:
         del args[args.index("--roi"): args.index("--roi") + 2]
     args += ["--roi", "m5"]
-    stack = {"area": STACK_AREA, "shift": ns.stack_shift}
+    stack = stack_layout(ns.stack_shift)
     key = hashlib.sha256(json.dumps([system, args, stack]).encode()).hexdigest()[:10]
     rundir = ns.results / f"{ns.uarch}-{ns.vlen}-{ns.lanes}-{key}"
-    run = {"schema": 1, "target": "gem5", "system": system, "roi_dump": 1,
-           "axes": {"uarch": ns.uarch, "vlen": ns.vlen, "lanes": lanes},
-           "workload": {"binary": binary, "path": str(path), "args": args, "stack": stack}}
-    code = simulate(gem5["path"], rundir, run)
+    run = make_run_json(target="gem5", system=system, binary=binary.name, args=args,
+                        axes={"uarch": ns.uarch, "vlen": ns.vlen, "lanes": system["lanes"]},
+                        sha256=HashCache(None).file(binary), stack=stack)
+    code = simulate(gem5, rundir, run)
     if code is None:
         print(f"error: gem5 failed; see {rundir / 'simerr'}", file=sys.stderr)
         return 1
+    return _report(rundir, code)
+
+
+def _report(rundir: Path, code: int) -> int:
+    """Print the workload's JSON line and the ROI cycles; the exit status."""
     for line in (rundir / "simout").read_text().splitlines():
         if line.startswith("{"):
             print(line)

@@ -1,16 +1,14 @@
 """Timing microbenchmark: what each vector timing model predicts, and what gem5 measures.
 
-`python -m sweeps.vbench table [-j N] [--out DIR]` runs workloads/build/vbench in gem5 over
+`python -m tools.vbench table [-j N] [--out DIR]` runs workloads/build/vbench in gem5 over
 VLEN {512..8192} x lanes {8..64} x the shipped uarchs x ops x {chain, indep} x vl {max, half}
 and writes configs/data/vbench.csv (+ .md): measured steady-state cycles per instruction
 (the ROI cycles of a 100-iteration run minus those of a 20-iteration run, per instruction)
 beside the model's prediction. Needs gem5: $GEM5, else the `make gem5` build.
 
-Predictions (one micro-op per instruction at e32/m1, see gem5-patches/README.md):
-  latency L:  fixed      L = lat[class]                      (stock 6 when unlisted)
-              vl-scaled  L = lat[class] + max(0, ceil(VLEN / (lanes*64)) - 1)
-              lanes      L = startup[group] + occ (+ log2(lanes) for reductions/slides)
-              with occ = ceil(vl * 32 / (lanes * 64))
+Predictions (one micro-op per instruction at e32/m1, see gem5-patches/README.md): the
+latency L of each timing model (system/latency.py) with occ = ceil(vl * 32 / (lanes *
+lane_bits)) the lanes model's occupancy, and
   chain CPI = L;  indep CPI = max(1, L / 8) for pipelined models, max(1, occ, L / 8) for lanes
   (8 independent destinations per round). Results delay dependents only (decoupled vector
   unit), so independent ops issue back to back.
@@ -30,12 +28,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sweeps.gem5find import Gem5Error, find_gem5
-from sweeps.one import simulate
-from sweeps.uarch import load_uarch, resolve
+from sweeps.runjson import make_run_json
+from system.gem5find import Gem5Error, find_gem5
+from system.latency import occupancy
+from system.latency import predicted_latency as op_latency
+from system.loader import load_uarch
+from system.resolved import resolve
+from tools.one import simulate
+from vecscale.vocab import MEM_BYTES_PER_CYCLE, REPO
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "configs" / "data"
+DATA = Path(REPO) / "configs" / "data"
 UARCHS = ("paper-fixed", "paper-vl-scaled", "vitruvius-plus")
 VLENS = (512, 1024, 2048, 4096, 8192)
 LANES = (8, 16, 32, 64)
@@ -51,8 +53,6 @@ OPS = {
 ARITH = ("vfadd", "vfmacc", "vfredusum", "vslideup")
 #: ops run both ways; for vsetvli "indep" keeps vl/vtype and "chain" toggles vtype
 TWO_WAY = (*ARITH, "vsetvli")
-STOCK_LAT = 6
-LINE_BYTES = 64
 INDEP_REGS = 8
 #: two runs per point; CPI = (cycles(long) - cycles(short)) / (128 * (long - short)) removes
 #: what does not repeat per iteration (cold caches and predictor after the CPU switch,
@@ -67,39 +67,25 @@ def active_elems(vlen: int, vl: str) -> int:
 
 
 def predicted_latency(system: dict[str, Any], op: str, vl: str) -> int:
-    cls = OPS[op]
-    base = int(system["op_latency"].get(cls, STOCK_LAT))
-    lanes = int(system.get("lanes") or 1)
-    lane_bits = int(system.get("lane_bits") or 64)
-    model = system["timing_model"]
-    if model == "fixed":
-        return base
-    if model == "vl-scaled":
-        return base + max(0, math.ceil(system["vlen"] / (lanes * lane_bits)) - 1)
-    lm = system["lanes_model"]
-    occ = math.ceil(active_elems(system["vlen"], vl) * 32 / (lanes * lane_bits))
-    lat = int(lm["startup"][lm["groups"][cls]]) + occ
-    if cls.startswith("SimdFloatReduce") or cls.startswith("SimdReduce"):
-        lat += int(lm["reduce_per_level"]) * int(math.log2(lanes))
-    if cls == "SimdMisc":
-        lat += int(lm["permute_per_lane_hop"]) * int(math.log2(lanes))
-    return lat
+    """The timing model's latency of one vbench op at vl "max" or "half" (e32, m1)."""
+    return op_latency(system, OPS[op], active_elems(system["vlen"], vl))
 
 
 def predicted_cpi(system: dict[str, Any], op: str, dep: str, vl: str) -> float:
     if op == "vsetvli":
         return 1.0  # writes only a scalar register nobody reads: one per cycle unless flushed
+    active = active_elems(system["vlen"], vl)
     if op not in ARITH:
         # unit-stride loads/stores of L1-resident data: the Minor LSQ moves one cache-line
         # fragment per cycle (all models; vector memory is not lane-timed)
-        return float(max(1, math.ceil(active_elems(system["vlen"], vl) * 4 / LINE_BYTES)))
+        return float(max(1, math.ceil(active * 4 / MEM_BYTES_PER_CYCLE)))
     lat = predicted_latency(system, op, vl)
     if dep == "chain":
         return float(lat)
     floor = 1.0
     if system["timing_model"] == "lanes":
-        lanes = int(system.get("lanes") or 1)
-        floor = max(floor, math.ceil(active_elems(system["vlen"], vl) * 32 / (lanes * 64)))
+        floor = max(floor, occupancy(active, 32, int(system.get("lanes") or 1),
+                                     int(system.get("lane_bits") or 64)))
     return max(floor, lat / INDEP_REGS)
 
 
@@ -123,9 +109,8 @@ def _roi_cycles(gem5: str, point: dict[str, Any], iters: int, rundir: Path) -> i
 
     args = ["--op", point["op"], "--dep", point["dep"], "--vl", point["vl"],
             "--iters", str(iters), "--roi", "m5"]
-    run = {"schema": 1, "target": "gem5", "system": point["system"], "roi_dump": 1,
-           "workload": {"binary": "vbench",
-                        "path": str(REPO / "workloads" / "build" / "vbench"), "args": args}}
+    run = make_run_json(target="gem5", system=point["system"], binary="vbench", args=args,
+                        axes={k: point[k] for k in ("uarch", "vlen", "lanes")})
     code = simulate(gem5, rundir, run, quiet=True)
     if code is None:
         tail = (rundir / "simerr").read_text()[-400:] if (rundir / "simerr").is_file() else ""
@@ -167,7 +152,7 @@ def write_table(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sweeps.vbench")
+    ap = argparse.ArgumentParser(prog="python -m tools.vbench")
     ap.add_argument("verb", choices=["table"])
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path, default=DATA)

@@ -1,0 +1,5 @@
+import sys
+
+from system.cli import main
+
+sys.exit(main())

@@ -1,0 +1,160 @@
+"""Reading a uarch file: find it by name or path, read its YAML (with `extends`), validate it
+against the model, check what involves several keys. Every problem is one line,
+``FILE: KEY: problem`` (UarchError)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from system.model import REPO_ROOT, Uarch
+from vecscale.vocab import DEFAULT_LANE_GROUPS
+from vecscale.yamlinput import first_error, read_yaml
+
+UARCH_DIR: Path = REPO_ROOT / "configs" / "uarch"
+
+
+class UarchError(ValueError):
+    """A uarch file or point is invalid. The message is one line: ``FILE: KEY: problem``."""
+
+
+def display(path: Path) -> str:
+    """A short name for messages: relative to the current directory or the repo if possible."""
+    p = path.resolve()
+    for base in (Path.cwd().resolve(), REPO_ROOT):
+        try:
+            return str(p.relative_to(base))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def list_uarchs(directory: Path = UARCH_DIR) -> list[str]:
+    """Names (file stems) of the uarch YAML files in ``directory``, sorted."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.glob("*.yaml") if p.is_file())
+
+
+def _find(name_or_path: str | Path, directory: Path) -> Path:
+    text = str(name_or_path)
+    candidate = Path(text)
+    looks_like_path = (
+        isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml"))
+    )
+    if looks_like_path:
+        if candidate.is_file():
+            return candidate
+        available = ", ".join(list_uarchs(directory)) or "none"
+        raise UarchError(f"{text}: file not found (uarchs in {display(directory)}: {available})")
+    path = Path(directory) / f"{text}.yaml"
+    if path.is_file():
+        return path
+    available = ", ".join(list_uarchs(directory)) or "none"
+    raise UarchError(f"{display(path)}: no uarch named {text!r} (available: {available})")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    shown = display(path)
+    data = read_yaml(path, shown, UarchError)
+    if data is None:
+        raise UarchError(f"{shown}: empty file (expected a mapping of uarch keys)")
+    if not isinstance(data, dict):
+        raise UarchError(
+            f"{shown}: top level: expected a mapping of uarch keys, got {type(data).__name__}"
+        )
+    for key in data:
+        if not isinstance(key, str):
+            raise UarchError(f"{shown}: {key!r}: keys must be strings")
+    return data
+
+
+# Keys replaced as a whole when a child overrides them (merging min/max with allowed, or two
+# op class -> group mappings element by element, would mix two incompatible descriptions).
+_REPLACE_WHOLE = {("vlen",), ("lanes",)}
+
+
+def _deep_merge(base: Any, override: Any, path: tuple[str, ...] = ()) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict) and path not in _REPLACE_WHOLE:
+        out = dict(base)
+        for k, v in override.items():
+            out[k] = _deep_merge(base[k], v, (*path, k)) if k in base else v
+        return out
+    return override
+
+
+def _raw_with_parents(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    data = _read(path)
+    parent = data.get("extends")
+    if parent is None:
+        return data
+    shown = display(path)
+    if not isinstance(parent, str):
+        raise UarchError(f"{shown}: extends: expected a uarch name, got {parent!r}")
+    parent_path = path.parent / f"{parent}.yaml"
+    if not parent_path.is_file():
+        available = ", ".join(n for n in list_uarchs(path.parent) if n != path.stem) or "none"
+        raise UarchError(
+            f"{shown}: extends: no uarch named {parent!r} next to this file "
+            f"(available: {available})"
+        )
+    if parent_path.resolve() in seen or parent_path.resolve() == path.resolve():
+        raise UarchError(f"{shown}: extends: cycle through {parent!r}")
+    merged_parent = _raw_with_parents(parent_path, (*seen, path.resolve()))
+    merged_parent.pop("name", None)
+    merged_parent.pop("extends", None)
+    return _deep_merge(merged_parent, data)
+
+
+def check_cross_keys(u: Uarch, shown: str, stem: str) -> None:
+    """What the model cannot check one key at a time: the name is the file's, lanes_model
+    only with (and always with) the lanes model, lanes no wider than the smallest VLEN."""
+    if u.name != stem:
+        raise UarchError(f"{shown}: name: {u.name!r} must equal the file name stem {stem!r}")
+    if u.timing_model == "lanes" and u.lanes_model is None:
+        raise UarchError(f"{shown}: lanes_model: missing required key for timing_model lanes")
+    if u.timing_model != "lanes" and u.lanes_model is not None:
+        raise UarchError(
+            f"{shown}: lanes_model: only allowed with timing_model lanes "
+            f"(this file has {u.timing_model})"
+        )
+    if u.lanes_model is not None:
+        groups = {**DEFAULT_LANE_GROUPS, **u.lanes_model.groups}
+        for op in u.op_latency:
+            if op in groups:
+                raise UarchError(
+                    f"{shown}: op_latency.{op}: timing_model lanes times this class from "
+                    f"lanes_model (group {groups[op]}); remove it from op_latency"
+                )
+    if not u.ignores_lanes:
+        if u.lanes is None:
+            raise UarchError(
+                f"{shown}: lanes: missing required key for timing_model {u.timing_model}"
+            )
+        lanes_min, _ = u.lanes.values_bounds()
+        vlen_min, _ = u.vlen.values_bounds()
+        key = "lanes.allowed" if u.lanes.allowed is not None else "lanes.min"
+        if lanes_min * u.lane_bits > vlen_min:
+            raise UarchError(
+                f"{shown}: {key}: {lanes_min} lanes x {u.lane_bits} bits = "
+                f"{lanes_min * u.lane_bits} bits is wider than vlen.min {vlen_min}"
+            )
+
+
+def load_uarch(name_or_path: str | Path, directory: Path = UARCH_DIR) -> Uarch:
+    """Load and validate a uarch by name (a file in ``directory``) or by path."""
+    path = _find(name_or_path, Path(directory))
+    shown = display(path)
+    data = _raw_with_parents(path)
+    try:
+        uarch = Uarch.model_validate(data)
+    except ValidationError as err:
+        raise UarchError(first_error(shown, err)) from None
+    check_cross_keys(uarch, shown, path.stem)
+    uarch._source = path
+    return uarch
+
+

@@ -1,0 +1,182 @@
+"""The kernel registry: every kernel a sweep can run, and what the host needs to know of it.
+
+One entry per kernel: its name (the workload's `--kernel`), its family (the workload it
+belongs to: argument set, JSON line, reference), the binary sweeps run it from, whether it
+is vector code, the options a sweep may vary (each one an axis of a spec) and its role in
+the tables. Spec validation, planning, the analysis, the figures and the tests read it from
+here; adding a kernel is a C file, a row in its workload's kernel table (main.c,
+q8_main.c) and an entry below (README.md, "Adding a kernel").
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """A workload option a sweep may vary: one spec axis, passed as `flag VALUE`."""
+
+    axis: str
+    flag: str
+    kind: type  # int or str
+    choices: tuple[Any, ...] = ()  # allowed values; () = any positive integer
+    doc: str = ""
+
+
+#: every tunable, in the order their flags follow the problem arguments on a workload's
+#: command line (that order is part of a run's id: append new ones at the end)
+TUNABLES: dict[str, Tunable] = {t.axis: t for t in (
+    Tunable("block_r", "--block-r", int, doc="fa-v: query tokens per block"),
+    Tunable("block_c", "--block-c", int, doc="fa-v: keys per block (default: auto)"),
+    Tunable("unroll", "--unroll", int, doc="fa-v blocked regime: heads per unrolled group"),
+    Tunable("r", "--r", int, doc="fa-v packed regime: registers of packed heads"),
+    Tunable("lmul", "--lmul", int, (1, 2, 4), "register grouping (default: auto)"),
+    Tunable("regime", "--regime", str, ("auto", "blocked", "packed", "rows", "dot", "heads"),
+            "fa-v: auto, blocked, packed, rows, dot or heads"),
+    Tunable("strip", "--strip", int, doc="fa-v rows regime: query rows per strip "
+                                         "(default: auto)"),
+    Tunable("pack_x", "--pack-x", str, ("row", "once"),
+            "q8-packed: repack the x quants per row or once per call"),
+    Tunable("split_mac", "--split-mac", str, ("pair", "sext"),
+            "q8-split: int8 pair products or sign-extended int16 multiply-adds"),
+    Tunable("fp16", "--fp16", str, ("bits", "table"),
+            "q8: block scales decoded by bit manipulation or from a 65536-entry table"),
+    Tunable("transpose", "--transpose", str, ("auto", "tile", "strided"),
+            "fa-v: K^T, Q^T and O^T copies by tiles in registers or strided accesses"),
+)}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A workload: kernels that share one argument set, JSON line and check."""
+
+    name: str  # the JSON line's "workload"
+    axes: tuple[str, ...]  # the problem's axes (which of them a point uses: used_axes)
+    problem_args: Callable[[Mapping[str, Any]], list[str]]
+    used_axes: Callable[[str | None], set[str]]  # phase -> problem axes a run uses
+    by_hand: str  # binary with every kernel, built for use by hand and in the tests
+    reference_kernel: str | None = None  # computes a sweep's reference files (sweeps/refs.py)
+    #: axes removed from this family's points: a q8 point has no phase, so the attention
+    #: axes would only repeat it (attention points keep proj and max_rows, which their runs
+    #: set to null like every axis a kernel ignores)
+    drops: tuple[str, ...] = ()
+
+
+def _attention_args(axes: Mapping[str, Any]) -> list[str]:
+    size = ["--n", str(axes["n"])] if axes["phase"] == "prefill" else ["--l", str(axes["l"])]
+    return ["--phase", axes["phase"], *size, "--precision", axes["precision"]]
+
+
+def _q8_args(axes: Mapping[str, Any]) -> list[str]:
+    rows = ["--max-rows", str(axes["max_rows"])] if axes.get("max_rows") is not None else []
+    return ["--proj", axes["proj"], *rows]
+
+
+ATTENTION = Family("attention", ("phase", "precision", "n", "l"), _attention_args,
+                   lambda phase: {"phase", "precision", "n" if phase == "prefill" else "l"},
+                   by_hand="attention", reference_kernel="ggml-scalar")
+Q8 = Family("q8", ("proj", "max_rows"), _q8_args, lambda _phase: {"proj", "max_rows"},
+            by_hand="q8", drops=ATTENTION.axes)
+FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8)}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    family: Family
+    binary: str  # what sweeps run it from; its sha256 is part of the run id
+    vector: bool  # False: rv64gc code, so VLEN, lanes and the vector timing do not matter
+    tunables: tuple[str, ...] = ()
+    baseline: bool = False  # the tables give every kernel of its family a speedup over it
+    headline: bool = False  # the kernel the figures follow
+    doc: str = field(default="", compare=False)
+
+
+KERNELS: dict[str, Kernel] = {k.name: k for k in (
+    Kernel("ggml-scalar", ATTENTION, "attention-scalar", vector=False, baseline=True,
+           doc="ggml's FlashAttention without vector code"),
+    Kernel("ggml-vec", ATTENTION, "attention-ggml-vec", vector=True, tunables=("lmul",),
+           baseline=True, doc="ggml's one-row RVV kernel, vectorised over D"),
+    Kernel("fa-v", ATTENTION, "attention-fa-v", vector=True, headline=True,
+           tunables=("block_r", "block_c", "unroll", "r", "lmul", "regime", "strip",
+                     "transpose"),
+           doc="FlashAttention-V: blocked, packed, rows, dot and heads regimes"),
+    Kernel("q8-scalar", Q8, "q8-scalar", vector=False, tunables=("fp16",),
+           doc="Q8_0 GEMV without vector code"),
+    Kernel("q8-ggml", Q8, "q8", vector=True, tunables=("fp16",),
+           doc="ggml's RVV vec_dot, one 32-block per iteration"),
+    Kernel("q8-packed", Q8, "q8", vector=True, tunables=("pack_x", "fp16"),
+           doc="blocks packed per register, masked per-block reductions (the paper's)"),
+    Kernel("q8-split", Q8, "q8", vector=True, tunables=("split_mac", "fp16"),
+           doc="row-interleaved tiles, scales kept apart"),
+)}
+
+#: axes every kernel reads: what it computes on (model, seed), a planted wrong result, and
+#: where its stack lies (a layout, not a result, but it moves cycles)
+COMMON_AXES = ("kernel", "model", "seed", "test_perturb", "stack_shift")
+#: axes only vector code depends on
+VECTOR_AXES = ("vlen", "lanes")
+
+
+def kernel(name: str) -> Kernel:
+    """The registry entry of a kernel; KeyError names the known ones."""
+    try:
+        return KERNELS[name]
+    except KeyError:
+        raise KeyError(f"unknown kernel {name!r} (known: {', '.join(KERNELS)})") from None
+
+
+def names(family: Family | None = None) -> tuple[str, ...]:
+    """Kernel names, of one family or all, in registry order."""
+    return tuple(k.name for k in KERNELS.values() if family is None or k.family is family)
+
+
+def family_of(name: str, default: str = "attention") -> str:
+    """The family (workload) name of a kernel; `default` for a name the registry does not
+    know (a run recorded by an older version)."""
+    k = KERNELS.get(name)
+    return k.family.name if k else default
+
+
+def binaries() -> tuple[str, ...]:
+    """Every binary a sweep runs, in registry order."""
+    return tuple(dict.fromkeys(k.binary for k in KERNELS.values()))
+
+
+def baselines(family: Family = ATTENTION) -> tuple[Kernel, ...]:
+    """The kernels a family's speedups are measured against, scalar first."""
+    return tuple(sorted((k for k in KERNELS.values() if k.family is family and k.baseline),
+                        key=lambda k: k.vector))
+
+
+def headline() -> str:
+    """The kernel the figures follow (FlashAttention-V)."""
+    return next(k.name for k in KERNELS.values() if k.headline)
+
+
+def used_axes(name: str, phase: str | None) -> set[str]:
+    """Axes whose value changes a run of this kernel (and phase): a point's other axes are
+    set to null in its run, so points that differ only there share the run."""
+    k = kernel(name)
+    used = {*COMMON_AXES, *k.family.used_axes(phase), *k.tunables}
+    if k.vector:
+        used |= set(VECTOR_AXES)
+    return used
+
+
+def workload_args(axes: Mapping[str, Any], roi: str) -> list[str]:
+    """The workload's command line for a run's axes (null where the kernel ignores one)."""
+    k = kernel(axes["kernel"])
+    args = ["--kernel", k.name, "--model", axes["model"], *k.family.problem_args(axes)]
+    for name, t in TUNABLES.items():
+        if axes.get(name) is not None:
+            args += [t.flag, str(axes[name])]
+    args += ["--seed", str(axes["seed"])]
+    if axes.get("test_perturb"):
+        args.append("--test-perturb")
+    return [*args, "--roi", roi]

@@ -1,0 +1,102 @@
+"""The kernel registry (workloads/kernels.py) against the workloads themselves: every kernel
+it names is in its binary, every option a workload reads is a sweep axis or listed here as
+not one (with the reason), and every tunable reaches the workload and is accepted."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ROOT, qemu_run
+
+from workloads.kernels import (
+    ATTENTION,
+    FAMILIES,
+    KERNELS,
+    TUNABLES,
+    Family,
+    kernel,
+    workload_args,
+)
+
+SOURCES = {"attention": ROOT / "workloads/src/attention/main.c",
+           "q8": ROOT / "workloads/src/q8/q8_main.c"}
+HARNESS = ROOT / "workloads/src/common/harness.c"
+OPTION = re.compile(r'\barg_\w+\(&?a, "([a-z0-9-]+)"')
+#: a row of a kernel table that names the kernel's own option (q8_main.c)
+OWN_OPTION = re.compile(r'= \{"[a-z0-9-]+", \w+, "([a-z0-9-]+)", \w+\}')
+
+#: options a workload reads that are not sweep axes, and why
+NOT_AXES = {
+    "heads": "a custom shape instead of --model (by hand and in the tests)",
+    "kv-heads": "a custom shape", "head-dim": "a custom shape",
+    "rows": "a custom shape", "cols": "a custom shape",
+    "dump": "writes the inputs and outputs for the tests' numpy checks",
+    "ref": "the precomputed reference a gem5 run reads (configs/run.py adds it)",
+    "make-ref": "computes a reference instead of running a kernel (sweeps/refs.py)",
+}
+
+#: a small problem of each family, as the planner's axes (and the other phase's)
+PROBLEM = {"attention": {"phase": "prefill", "n": 9, "precision": "fp32"},
+           "q8": {"proj": "k", "max_rows": 4}}
+OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}}
+
+
+def options(family: Family) -> set[str]:
+    text = SOURCES[family.name].read_text()
+    return {*OPTION.findall(text), *OWN_OPTION.findall(text),
+            *OPTION.findall(HARNESS.read_text())}
+
+
+def planned_flags(family: Family) -> set[str]:
+    """Every flag the planner can put on this family's command line."""
+    axes = {"kernel": next(k for k in KERNELS.values() if k.family is family).name,
+            "model": "tinyllama-1.1b", "seed": 1, "test_perturb": True, **PROBLEM[family.name],
+            **{name: t.choices[0] if t.choices else 1 for name, t in TUNABLES.items()}}
+    flags = set()
+    for problem in ({}, OTHER[family.name]):
+        args = workload_args({**axes, **problem}, "none")
+        flags |= {a[2:] for a in args if a.startswith("--")}
+    return flags
+
+
+@pytest.mark.parametrize("family", FAMILIES.values(), ids=list(FAMILIES))
+def test_every_workload_option_is_an_axis_or_says_why_not(family: Family) -> None:
+    read = options(family)
+    assert read, f"no options found in {SOURCES[family.name]}"
+    unexplained = read - planned_flags(family) - set(NOT_AXES)
+    assert not unexplained, (f"{family.name} reads {sorted(unexplained)}: add a tunable to "
+                             "workloads/kernels.py or a reason to NOT_AXES")
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_tunables_are_options_of_their_workload(name: str) -> None:
+    k = kernel(name)
+    flags = {TUNABLES[t].flag[2:] for t in k.tunables}
+    assert flags <= options(k.family)
+
+
+def tunable_cases() -> list:
+    return [pytest.param(k.name, t, v, id=f"{k.name}-{t}={v}") for k in KERNELS.values()
+            for t in k.tunables
+            for v in (TUNABLES[t].choices or (2,))]
+
+
+@pytest.mark.parametrize(("name", "tunable", "value"), tunable_cases())
+def test_each_tunable_value_is_accepted(name: str, tunable: str, value: object) -> None:
+    """What a sweep passes for a tunable runs and passes its self-check (on the binary
+    sweeps use for the kernel)."""
+    k = kernel(name)
+    axes = {"kernel": name, "model": "tinyllama-1.1b", "seed": 1, **PROBLEM[k.family.name],
+            tunable: value}
+    res = qemu_run(k.binary, workload_args(axes, "none"), vlen=512)
+    assert res.rc == 0, res.stderr
+    assert res.record["kernel"] == name and res.record["pass"] is True
+
+
+def test_family_axes_reach_the_command_line() -> None:
+    args = workload_args({"kernel": "fa-v", "model": "m", "seed": 3, "phase": "decode",
+                          "l": 7, "precision": "fp32", "n": None, "strip": 64}, "m5")
+    assert args == ["--kernel", "fa-v", "--model", "m", "--phase", "decode", "--l", "7",
+                    "--precision", "fp32", "--strip", "64", "--seed", "3", "--roi", "m5"]
+    assert ATTENTION.reference_kernel in KERNELS
