@@ -302,3 +302,47 @@ def test_fav_transpose_auto(vlen: int, transpose: str, tiles: bool) -> None:
         rec = check(["--kernel", "fa-v", "--model", "pythia-410m", "--phase", "decode",
                      "--l", "20", "--regime", regime, "--lmul", "4", "--transpose", "tile"], 1024)
         assert rec["transpose"] == "none"
+
+
+def heads_layout(heads: int, head_dim: int, vlen: int) -> tuple[int, int]:
+    """The heads regime's registers: (heads per register, keys-per-block unit). E = VLEN/32
+    elements at LMUL 1; heads padded to whole registers; a key block's scores fill whole
+    registers (workloads/README.md)."""
+    import math
+    e = vlen // 32
+    pack = e // head_dim if e >= head_dim else 1
+    padded = -(-heads // pack) * pack
+    return pack, e // math.gcd(e, padded)
+
+
+@pytest.mark.parametrize("vlen", (128, 256, 512, 1024))
+@pytest.mark.parametrize("shape", SHAPES + [(14, 2, 8), (6, 3, 4), (24, 8, 128), (7, 7, 32)],
+                         ids=lambda s: "h{}kv{}d{}".format(*s))
+def test_fav_heads_shapes(shape: tuple[int, int, int], vlen: int) -> None:
+    """Heads regime on every GQA ratio, D from 4 to 128 (several heads per register, a head
+    over several registers), heads padded to whole registers, prefill (several tokens, a
+    causal limit each) and decode over several key blocks, block sizes rounded up."""
+    heads, kv_heads, head_dim = shape
+    base = ["--kernel", "fa-v", "--heads", str(heads), "--kv-heads", str(kv_heads),
+            "--head-dim", str(head_dim), "--regime", "heads"]
+    pack, unit = heads_layout(heads, head_dim, vlen)
+    for extra, bc in ((["--n", "13"], 64), (["--phase", "decode", "--l", "300"], 64),
+                      (["--phase", "decode", "--l", "45", "--block-c", "5"], 5)):
+        rec = check(base + extra, vlen)
+        assert (rec["regime"], rec["pack"], rec["lmul"]) == ("heads", pack, 1)
+        assert rec["block_c"] == -(-bc // unit) * unit and rec["transpose"] == "none"
+        assert rec["heads_per_step"] == heads
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("model", MODELS)
+def test_fav_heads_models(model: str, phase: str) -> None:
+    check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
+           "--regime", "heads"], vlen=1024)
+
+
+def test_fav_heads_needs_power_of_two_d() -> None:
+    """D = 48 cannot be reduced by halving: the heads regime runs blocked and says so."""
+    rec = check(["--kernel", "fa-v", "--heads", "4", "--kv-heads", "2", "--head-dim", "48",
+                 "--phase", "decode", "--l", "30", "--regime", "heads"], vlen=512)
+    assert rec["regime"] == "blocked" and rec["regime_asked"] == "heads"

@@ -57,6 +57,12 @@ DUMP_CASES = [
               "tile", "--block-c", "13"], 512),  # K^T by tiles of one row (D = 128)
     ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "90", "--regime",
               "blocked", "--transpose", "tile"], 1024),
+    ("fa-v", ["--model", "tinyllama-1.1b", "--phase", "decode", "--l", "200", "--regime",
+              "heads"], 512),  # a head spans 4 registers
+    ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "16", "--phase", "decode",
+              "--l", "70", "--regime", "heads"], 1024),  # 2 heads per register, GQA 7:1
+    ("fa-v", ["--heads", "10", "--kv-heads", "10", "--head-dim", "8", "--n", "9",
+              "--regime", "heads"], 1024),  # 4 heads per register, padded to 12, prefill
 ]
 
 
@@ -109,6 +115,7 @@ def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int)
     ("fa-v", 512, ["--regime", "dot"]),
     ("fa-v", 1024, ["--regime", "rows", "--transpose", "tile"]),
     ("fa-v", 1024, ["--regime", "blocked", "--transpose", "tile"]),
+    ("fa-v", 512, ["--regime", "heads"]),
 ])
 def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
     res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
@@ -206,7 +213,8 @@ def test_kernels_avoid_gem5_trouble() -> None:
     # fav_prepare/fav_release run outside it
     kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar",
                                          "fav_transpose_k")
-               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_", "fav_dot_", "fav_tile_"))]
+               or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_", "fav_dot_", "fav_tile_",
+                                                                   "fav_heads_"))]
     assert "attn_fa_v" in kernels and "attn_ggml_vec" in kernels
     assert sum(f.startswith("fav_pk_") for f in kernels) == 9  # 3 LMUL x R in {1, 2, 4}
     assert sum(f.startswith("fav_blk_") for f in kernels) == 12  # 3 LMUL x U in {1, 2, 4, 8}
@@ -227,6 +235,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
     assert sum(f.startswith("fav_rows_blk_") for f in kernels) == 3  # one per LMUL
     assert sum(f.startswith("fav_dot_row_") for f in kernels) == 3
     assert {"fav_tile_fwd", "fav_tile_bwd"} <= set(kernels)  # the tile transposes
+    assert {"fav_heads_scores", "fav_heads_softmax", "fav_heads_pv"} <= set(kernels)
     assert sum(i.startswith("vsse32.v") for i in funcs["fav_transpose_k"]) == 1
     fav = [i for f in kernels if f.startswith("fav_") for i in funcs[f]]
     for needed in ("vfredusum", "vslideup", "vslidedown", "vrgather", "vfmerge"):
