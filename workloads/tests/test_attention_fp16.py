@@ -17,11 +17,13 @@ import yaml
 from conftest import ROOT, VLENS, llvm_objdump, qemu_run
 from test_attention_check import functions, numpy_attention
 
+from workloads.kernels import kernel
+
 MODELS = sorted(yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text()))
 SHAPES_YAML = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())
 PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}
 KERNELS = ("ggml-scalar", "ggml-vec")
-FAMILY = {"ggml-scalar": "attention-scalar-fp16", "ggml-vec": "attention-ggml-vec-fp16"}
+FAMILY = {k: kernel(k).binary_for("fp16") for k in KERNELS}  # the sweeps' fp16 binaries
 # the fp16 tolerance (src/attention/main.c ATOL_F16 / RTOL_F16; workloads/README.md)
 ATOL16, RTOL16 = 2e-3, 1e-3
 FP16 = ["--precision", "fp16"]
