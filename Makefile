@@ -40,9 +40,9 @@ setup-apt:
 	else echo "apt packages: all present"; fi
 
 # qemu-user >= 10 (Zvfh): on Debian 12 from bookworm-backports, added beside the machine's
-# own Debian apt source (tools/setup-qemu; idempotent).
+# own Debian apt source (workloads/setup-qemu; idempotent).
 setup-qemu: setup-apt
-	tools/setup-qemu
+	workloads/setup-qemu
 
 setup-python:
 	$(PYTHON) -m pip install -q -e '.[dev]'

@@ -300,8 +300,8 @@ def test_fp16_bad_arguments(binary: str, args: list[str], name: str, needle: str
 
 def test_fp16_family_default_precision() -> None:
     """An fp16 family binary runs fp16 when --precision is not given."""
-    for kernel, binary in FAMILY.items():
-        res = qemu_run(binary, ["--kernel", kernel, *BASE], vlen=512, zvfh=True)
+    for name, binary in FAMILY.items():
+        res = qemu_run(binary, ["--kernel", name, *BASE], vlen=512, zvfh=True)
         assert res.rc == 0 and res.record["precision"] == "fp16", res.stderr
 
 

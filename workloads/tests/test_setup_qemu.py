@@ -1,4 +1,4 @@
-"""tools/setup-qemu (part of `make setup`): the bookworm-backports apt source it would add,
+"""workloads/setup-qemu (part of `make setup`): the bookworm-backports apt source it would add,
 derived from sample apt configurations (--print-source reads APT_SOURCES_DIR and
 APT_SOURCES_LIST instead of /etc/apt), and the QEMU the tests run on."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-TOOL = ROOT / "tools" / "setup-qemu"
+TOOL = ROOT / "workloads" / "setup-qemu"
 
 
 def derive(tmp_path: Path, sources: dict[str, str], main_list: str | None = None
