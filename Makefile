@@ -4,7 +4,7 @@ PYTHON ?= python3
 GEM5 ?=
 export GEM5
 
-.PHONY: help setup setup-apt setup-python test test-gem5 lint workloads clean
+.PHONY: help setup setup-apt setup-qemu setup-python test test-gem5 lint workloads clean
 
 help:
 	@echo "make setup        install toolchains (Debian), Python deps (PyPI), build ggml (cached); idempotent"
@@ -17,7 +17,8 @@ help:
 	@echo "make report       write results/<SWEEP>/report.html"
 	@echo "make check-gem5   check gem5 (GEM5, else the make gem5 build): patched v24.0.0.1 RISCV, stamp"
 
-APT_PACKAGES := clang-19 lld-19 llvm-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross qemu-user \
+# qemu-user is setup-qemu's: Debian 12's own (7.2) cannot run fp16 vector code (Zvfh).
+APT_PACKAGES := clang-19 lld-19 llvm-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
                 binutils-riscv64-linux-gnu slurm-wlm munge chromium $(GEM5_RUNTIME_PACKAGES) \
                 $(GGML_BUILD_PACKAGES)
 # What building ggml's own libraries for riscv64 needs (workloads/ggml/build_ggml.py).
@@ -26,7 +27,7 @@ GGML_BUILD_PACKAGES := libstdc++-12-dev-riscv64-cross cmake ninja-build
 GEM5_RUNTIME_PACKAGES := libpython3.11 libprotobuf32 libtcmalloc-minimal4 libgoogle-perftools4 \
                          libpng16-16 libelf1 zlib1g
 
-setup: setup-apt setup-python setup-ggml
+setup: setup-apt setup-qemu setup-python setup-ggml
 
 setup-apt:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -37,6 +38,11 @@ setup-apt:
 	  DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) \
 	    apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "apt packages: all present"; fi
+
+# qemu-user >= 10 (Zvfh): on Debian 12 from bookworm-backports, added beside the machine's
+# own Debian apt source (workloads/setup-qemu; idempotent).
+setup-qemu: setup-apt
+	workloads/setup-qemu
 
 setup-python:
 	$(PYTHON) -m pip install -q -e '.[dev]'

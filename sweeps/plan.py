@@ -80,8 +80,12 @@ def _binary_hashes(spec: Spec, hashes: HashCache, require: bool, warnings: list[
                    ) -> dict[str, str | None]:
     wdir = Path(workload_dir())
     out: dict[str, str | None] = {}
-    for name in spec.axes.kernel:
-        b = registry.kernel(name).binary
+    for name, prec in itertools.product(spec.axes.kernel, spec.axes.precision):
+        k = registry.kernel(name)
+        try:
+            b = k.binary_for(prec if k.family is registry.ATTENTION else "fp32")
+        except KeyError:
+            continue  # no such binary: a point that asks for it is refused in run_of
         if b not in out:
             out[b] = hashes.file(wdir / b)
             if out[b] is None:
@@ -172,9 +176,13 @@ def run_of(point: dict[str, Any], spec: Spec, inputs: Inputs, shown: str,
                 used.discard("lanes")
     axes = {a: (point.get(a) if a in used else None) for a in RUN_AXES}
     gem5 = spec.target == "gem5"
+    try:  # one binary per kernel family and precision
+        binary = k.binary_for(axes.get("precision") or "fp32")
+    except KeyError as e:
+        raise SpecError(f"{shown}: axes.precision: {e.args[0]} (exclude those points)") from None
     run = make_run_json(
-        target=spec.target, axes=axes, system=system, binary=k.binary,
-        sha256=inputs.binary_sha[k.binary],
+        target=spec.target, axes=axes, system=system, binary=binary,
+        sha256=inputs.binary_sha[binary],
         args=registry.workload_args(axes, "m5" if gem5 else "none"),
         gem5_sha256=inputs.gem5_sha, patches_sha256=inputs.patches_sha,
         stack=stack_layout(axes.get("stack_shift") or 0) if gem5 else None,

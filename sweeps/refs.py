@@ -30,6 +30,13 @@ from workloads.kernels import ATTENTION, kernel
 #: computes the references: the attention family's scalar kernel (rv64gc: no vector unit)
 REF_KERNEL = ATTENTION.reference_kernel or "ggml-scalar"
 REF_BINARY = kernel(REF_KERNEL).binary
+
+
+def ref_binary(args: list[str]) -> str:
+    """The binary that makes a reference: the reference kernel's, of its precision (fp16
+    inputs are rounded by the fp16 binary)."""
+    prec = args[args.index("--precision") + 1] if "--precision" in args[:-1] else "fp32"
+    return kernel(REF_KERNEL).binary_for(prec)
 #: where a sweep keeps reference files, relative to a run folder (results/<sweep>/runs/<id>)
 REFS_FROM_RUN = "../../refs"
 
@@ -42,6 +49,8 @@ def reference_of(axes: Mapping[str, Any]) -> Reference:
     without the file the run computes the same thing."""
     args = ["--kernel", REF_KERNEL, "--model", axes["model"], "--phase", axes["phase"]]
     args += ["--n", str(axes["n"])] if axes["phase"] == "prefill" else ["--l", str(axes["l"])]
+    if axes["precision"] != "fp32":  # fp16: the reference of the fp16-rounded inputs
+        args += ["--precision", axes["precision"]]
     args += ["--seed", str(axes["seed"])]
     key = hashlib.sha256(canonical(args).encode()).hexdigest()[:ID_LEN]
     return {"file": f"{REFS_FROM_RUN}/{key}.ref", "args": args}
@@ -89,13 +98,16 @@ def make_missing(runs: Mapping[str, RunJson], runs_dir: Path, jobs: int
     if not todo:
         return 0, 0.0, []
     qemu = shutil.which(os.environ.get("QEMU") or "qemu-riscv64")
-    binary = Path(workload_dir()) / REF_BINARY
-    if qemu is None or not binary.is_file():
-        what = "qemu-riscv64 not found" if qemu is None else f"{binary.name} not built"
+    wdir = Path(workload_dir())
+    absent = sorted({ref_binary(a) for a in todo.values()
+                     if not (wdir / ref_binary(a)).is_file()})
+    if qemu is None or absent:
+        what = "qemu-riscv64 not found" if qemu is None else f"{absent[0]} not built"
         return 0, 0.0, [f"{what}: runs compute their own reference in gem5 (slower)"]
     next(iter(todo)).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(lambda kv: _make_one(qemu, binary, *kv), todo.items()))
+        results = list(pool.map(lambda kv: _make_one(qemu, wdir / ref_binary(kv[1]), *kv),
+                                todo.items()))
     problems = [p for p in results if p]
     return len(todo) - len(problems), time.monotonic() - t0, problems

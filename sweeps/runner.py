@@ -71,6 +71,9 @@ def command(run: dict[str, Any], rundir: str) -> tuple[list[str], str, str]:
         vlen = int(run["qemu"]["vlen"])
         qemu = os.environ.get("QEMU") or "qemu-riscv64"
         cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
+        args = wl["args"]
+        if "--precision" in args[:-1] and args[args.index("--precision") + 1] == "fp16":
+            cpu += ",zvfh=true"  # fp16 vector code (QEMU >= 10); fp32 runs as before
         binary = _p(workload_dir(), wl["binary"])  # run.json names no path of the host
         return ([qemu, "-cpu", cpu, binary, *wl["args"]], _p(rundir, "stdout"),
                 _p(rundir, "stderr"))

@@ -87,7 +87,9 @@ def _binary(ns: argparse.Namespace) -> Path:
         if "--kernel" not in ns.args[:-1]:
             raise BadInput("workload arguments: --kernel KERNEL is required (or --binary)")
         try:
-            name = kernel(ns.args[ns.args.index("--kernel") + 1]).binary
+            prec = ns.args[ns.args.index("--precision") + 1] \
+                if "--precision" in ns.args[:-1] else "fp32"
+            name = kernel(ns.args[ns.args.index("--kernel") + 1]).binary_for(prec)
         except KeyError as e:
             raise BadInput(f"--kernel: {e.args[0]}") from None
     path = Path(workload_dir()) / name

@@ -95,13 +95,27 @@ class Kernel:
     baseline: bool = False  # the tables give every kernel of its family a speedup over it
     headline: bool = False  # the kernel the figures follow
     doc: str = field(default="", compare=False)
+    #: its fp16 kernel's binary (attention-<family>-fp16: fp16 code never changes an fp32
+    #: binary, so never an fp32 run's id); None: no fp16 kernel yet
+    fp16_binary: str | None = None
+
+    def binary_for(self, precision: str = "fp32") -> str:
+        """The binary of this kernel at a precision (a family without the precision axis:
+        fp32); KeyError when the kernel has none."""
+        if precision == "fp32":
+            return self.binary
+        if precision == "fp16" and self.fp16_binary:
+            return self.fp16_binary
+        raise KeyError(f"kernel {self.name!r} has no {precision} binary yet")
 
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("ggml-scalar", ATTENTION, "attention-scalar", vector=False, baseline=True,
-           doc="ggml's FlashAttention without vector code"),
+           doc="ggml's FlashAttention without vector code",
+           fp16_binary="attention-scalar-fp16"),
     Kernel("ggml-vec", ATTENTION, "attention-ggml-vec", vector=True, tunables=("lmul",),
-           baseline=True, doc="ggml's one-row RVV kernel, vectorised over D"),
+           baseline=True, doc="ggml's one-row RVV kernel, vectorised over D",
+           fp16_binary="attention-ggml-vec-fp16"),
     Kernel("fa-v", ATTENTION, "attention-fa-v", vector=True, headline=True,
            tunables=("block_r", "block_c", "unroll", "r", "lmul", "regime", "strip",
                      "transpose"),
@@ -144,8 +158,9 @@ def family_of(name: str, default: str = "attention") -> str:
 
 
 def binaries() -> tuple[str, ...]:
-    """Every binary a sweep runs, in registry order."""
-    return tuple(dict.fromkeys(k.binary for k in KERNELS.values()))
+    """Every binary a sweep runs (fp32, then fp16), in registry order."""
+    return tuple(dict.fromkeys([*(k.binary for k in KERNELS.values()),
+                                *(k.fp16_binary for k in KERNELS.values() if k.fp16_binary)]))
 
 
 def baselines(family: Family = ATTENTION) -> tuple[Kernel, ...]:

@@ -246,3 +246,35 @@ def test_registry_tunables_are_axes_of_their_kernels_only(monkeypatch: pytest.Mo
     bad = with_(q8, "axes", {**q8["axes"], "strip": [0]})
     with pytest.raises(SpecError, match="axes.strip.0: expected a positive integer"):
         plan_of(bad, tmp_path)
+
+
+def test_fp16_runs_use_fp16_binaries(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """precision fp16 runs each attention kernel from its fp16 family binary and checks it
+    against the reference of fp16-rounded inputs (made by attention-scalar-fp16); adding the
+    fp16 axis value leaves every fp32 run, its id and its reference as they were; a kernel
+    without an fp16 binary (fa-v, for now) is a one-line error unless excluded."""
+    from sweeps.refs import ref_binary
+    from sweeps.runner import command
+    from workloads.kernels import kernel
+
+    monkeypatch.setenv("GEM5", str(SCHEMA_FILE))
+    body = with_(GOOD_G, "axes.kernel", ["ggml-vec", "ggml-scalar"])
+    fp32 = plan_of(body, tmp_path)
+    both = plan_of(with_(body, "axes.precision", ["fp32", "fp16"]), tmp_path)
+    assert set(fp32.runs) < set(both.runs) and len(both.runs) == 2 * len(fp32.runs)
+    for rid, r in both.runs.items():
+        prec, wl = r.axes["precision"], r.run_json["workload"]
+        assert wl["binary"] == kernel(r.kernel).binary_for(prec)
+        assert wl["binary"].endswith("-fp16") == (prec == "fp16")
+        assert ref_binary(wl["ref"]["args"]) == kernel("ggml-scalar").binary_for(prec)
+        if prec == "fp32":
+            assert wl["ref"] == fp32.runs[rid].run_json["workload"]["ref"]
+    fav = with_(with_(GOOD_G, "axes.precision", ["fp32", "fp16"]), "axes.kernel", ["fa-v"])
+    with pytest.raises(SpecError, match=r"axes\.precision: kernel 'fa-v' has no fp16 binary"):
+        plan_of(fav, tmp_path)
+    assert plan_of(with_(fav, "exclude", [{"precision": "fp16"}]), tmp_path).runs
+    q = plan_of(with_(with_(GOOD_Q, "axes.kernel", ["ggml-vec"]), "axes.precision",
+                      ["fp32", "fp16"]), tmp_path)
+    for r in q.runs.values():  # QEMU runs fp16 vector code with zvfh=true, fp32 as before
+        cpu = command(dict(r.run_json), str(tmp_path))[0][2]
+        assert cpu.endswith(",zvfh=true") == (r.axes["precision"] == "fp16")

@@ -28,10 +28,12 @@ class Result:
         return json.loads(lines[0])
 
 
-def qemu_run(binary: str, args: list[str], vlen: int = 256, timeout: float = 300) -> Result:
-    """Run workloads/build/<binary> under qemu-riscv64 with the given VLEN."""
+def qemu_run(binary: str, args: list[str], vlen: int = 256, timeout: float = 300,
+             zvfh: bool = False) -> Result:
+    """Run workloads/build/<binary> under qemu-riscv64 with the given VLEN; `zvfh` turns on
+    the half-precision vector extension, which fp16 vector code needs (QEMU >= 10)."""
     path = BUILD / binary
-    cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
+    cpu = f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0" + (",zvfh=true" if zvfh else "")
     proc = subprocess.run(
         ["qemu-riscv64", "-cpu", cpu, str(path), *args],
         capture_output=True, text=True, timeout=timeout,

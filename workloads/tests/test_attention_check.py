@@ -173,7 +173,8 @@ def test_bad_arguments(binary: str, args: list[str], name: str) -> None:
 
 
 def test_fp16_message_is_clear() -> None:
-    res = qemu_run("attention", ["--kernel", "fa-v", *BASE, "--precision", "fp16"])
+    """The fp32 family binaries hold no fp16 code (fp16 runs from attention-*-fp16)."""
+    res = qemu_run("attention-fa-v", ["--kernel", "fa-v", *BASE, "--precision", "fp16"])
     assert "not supported in this build" in res.stderr
 
 
@@ -288,13 +289,18 @@ def calls_inside_roi(listing: list[tuple[int, str]]) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("binary", ["attention", "attention-scalar"])
+@pytest.mark.parametrize("binary", ["attention", "attention-scalar", "attention-fa-v",
+                                    "attention-ggml-vec", "attention-ggml-vec-fp16",
+                                    "attention-scalar-fp16"])
 def test_roi_wraps_only_the_kernel(binary: str) -> None:
     """Every path from roi_begin to roi_end in main calls nothing but a kernel."""
     inside = calls_inside_roi(main_listing(binary))
-    kernels = {"attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar"}
+    kernels = {"attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar", "attn_ggml_vec_f16",
+               "attn_ggml_scalar_f16"}
     assert inside and inside <= kernels, inside
-    assert ("attn_fa_v" in inside) == (binary == "attention")
+    assert ("attn_fa_v" in inside) == (binary in ("attention", "attention-fa-v"))
+    fp16 = {"attn_ggml_vec_f16", "attn_ggml_scalar_f16"} & inside
+    assert bool(fp16) == (binary == "attention" or binary.endswith("-fp16")), inside
 
 
 def test_roi_m5_emits_m5ops() -> None:

@@ -2,6 +2,7 @@
  * Layouts follow ggml: Q and O are [token][head][D], K and V are [pos][kv_head][D]. */
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int heads, kv_heads, head_dim;
@@ -34,6 +35,25 @@ static inline int attn_kv_end(const attn_problem *p, int i) {
 }
 
 void attn_ggml_scalar(const attn_problem *p);
+
+/* Half precision (--precision fp16), as ggml runs attention with an F16 KV cache: K and V
+ * are IEEE binary16 words; Q stays fp32 (ggml's Q is F32; the harness rounds its values to
+ * fp16, so the kernel's own conversion is exact) and each kernel converts a query row to
+ * fp16 itself; O is written in fp16. The fp16 kernels live in their own files and their own
+ * binaries (attention-<family>-fp16), so no fp32 binary holds fp16 code. */
+typedef uint16_t attn_f16;
+typedef struct {
+    const attn_problem *p; /* shape, scale, causal, and Q (fp32) */
+    const attn_f16 *k, *v; /* [pos][kv_head][D] */
+    attn_f16 *o;           /* [token][head][D] */
+    /* scratch for one row, allocated outside the region of interest (ggml's wdata):
+     * the query row in fp16, the fp16 accumulator (VKQ16) and its fp32 copy (VKQ32) */
+    attn_f16 *q_row, *acc16;
+    float *acc32;
+    const float *f16_table; /* ggml-scalar: fp16 -> fp32 for all 65536 words */
+} attn_problem_f16;
+
+void attn_ggml_scalar_f16(const attn_problem_f16 *p);
 
 #if VLSCALE_VECTOR
 /* The default LMUL: the smallest of 1, 2, 4 whose VLMAX at e32 holds head_dim elements
@@ -77,4 +97,7 @@ typedef struct {
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t); /* 0 ok */
 void attn_fa_v(const fav_ctx *c);
 void fav_release(fav_ctx *c);
+
+/* ggml-vec in fp16 (Zvfh: build with -march=rv64gcv_zvfh) */
+void attn_ggml_vec_f16(const attn_problem_f16 *p);
 #endif

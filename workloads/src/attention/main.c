@@ -28,6 +28,24 @@
 #ifndef ATTN_BINARY
 #define ATTN_BINARY "attention"
 #endif
+/* Which precisions it holds. The fp16 kernels get binaries of their own too
+ * (attention-ggml-vec-fp16, attention-scalar-fp16, built with ATTN_HAS_FP32=0): every fp16
+ * line of this file is inside #if ATTN_HAS_FP16, so the fp32 family binaries are the same
+ * bytes with or without it, and a change to fp16 code re-ids no fp32 run. `attention` holds
+ * both. fa-v in fp16 is a kernel still to come: a binary that has it defines
+ * ATTN_HAS_FAV_F16=1 and provides attn_fa_v_f16 (see its call in main). */
+#ifndef ATTN_HAS_FP32
+#define ATTN_HAS_FP32 1
+#endif
+#ifndef ATTN_HAS_FP16
+#define ATTN_HAS_FP16 0
+#endif
+#ifndef ATTN_HAS_FAV_F16
+#define ATTN_HAS_FAV_F16 0
+#endif
+#if ATTN_HAS_FP16
+#include "common/f16.h"
+#endif
 
 /* Tolerances (fp32 kernel vs double reference). The output is a convex combination of V
  * rows with |V| <= 1. fp32 rounding in a dot of D <= 256 terms, the online rescaling over
@@ -37,6 +55,28 @@
 #define ATOL 1e-5
 #define RTOL 1e-4
 #define REL_FLOOR 1e-3 /* max_rel denominators below this are clamped (near-zero outputs) */
+#if ATTN_HAS_FP16
+/* fp16 tolerances. The reference sees exactly the kernel's inputs (the fp16-rounded
+ * values), so what is left is the kernel's own rounding, at fp16 resolution (2^-11
+ * relative): the output's rounding to fp16 (<= 2^-11 |o|) and the fp16 value accumulator,
+ * rounded to half an ulp of its magnitude at every key; in output units that is about
+ * 2^-11 |acc| / S per key, largest in a row's first keys (S ~ 1, |acc| up to ~2), while
+ * over many keys the roundings of zero-mean V partly cancel as S grows (ggml-vec's fp16
+ * ms and vs add 2^-11 relative). Measured (workloads/fp16_error_survey.py: both kernels,
+ * 704 runs, 7 models and D 8..256, prefill N 12..512, decode L 40..8192, VLEN 128..1024,
+ * 3 seeds): max |o - ref| 1.15e-3, max |o - ref| - 2^-11 |ref| 1.01e-3, no growth with
+ * length (7.3e-4 at 8192 keys). Hence |o - ref| <= 2e-3 + 1e-3 |ref|: twice the worst
+ * measured error, and two output roundings relative. A wrong kv or query head and a missed
+ * rescale move outputs by ~1e-2 or more at every length we run; one dropped key moves them
+ * by about 1.5 / L, so in decode it is caught up to L ~ 700 only (workloads/README.md). */
+#define ATOL_F16 2e-3
+#define RTOL_F16 1e-3
+#define TOL_ABS(r) ((r)->fp16 ? ATOL_F16 : ATOL)
+#define TOL_REL(r) ((r)->fp16 ? RTOL_F16 : RTOL)
+#else
+#define TOL_ABS(r) ATOL
+#define TOL_REL(r) RTOL
+#endif
 
 /* --block-c auto (the default), from the gem5 study in results/reference-block-c: fa-v keeps
  * one transposed key block of every kv head, kv_heads x D x block_c fp32. In decode it is
@@ -58,15 +98,28 @@ static void fill(rng_t *r, float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = rng_uniform(r, -1.0f, 1.0f);
 }
 
-static void write_meta(const char *dir, const char *kernel, const attn_problem *p, long seed) {
+/* the dump's dtype: a parameter only where fp16 exists */
+#if ATTN_HAS_FP16
+#define META_DTYPE_PARAM , const char *dtype
+#define META_DTYPE "%s"
+#define META_DTYPE_ARG dtype,
+#define META_F32 , "float32"
+#else
+#define META_DTYPE_PARAM
+#define META_DTYPE "float32"
+#define META_DTYPE_ARG
+#define META_F32
+#endif
+static void write_meta(const char *dir, const char *kernel, const attn_problem *p,
+                       long seed META_DTYPE_PARAM) {
     FILE *f = dump_open(dir, "meta.json");
     fprintf(f,
-            "{\"kernel\": \"%s\", \"dtype\": \"float32\", \"layout\": \"ggml\", \"seed\": %ld,\n"
+            "{\"kernel\": \"%s\", \"dtype\": \"" META_DTYPE "\", \"layout\": \"ggml\", \"seed\": %ld,\n"
             " \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"n_q\": %d, \"n_kv\": %d,\n"
             " \"causal\": %s, \"scale\": %.9g,\n"
             " \"shapes\": {\"q\": [%d, %d, %d], \"k\": [%d, %d, %d], \"v\": [%d, %d, %d],"
             " \"o\": [%d, %d, %d]}}\n",
-            kernel, seed, p->heads, p->kv_heads, p->head_dim, p->n_q, p->n_kv,
+            kernel, META_DTYPE_ARG seed, p->heads, p->kv_heads, p->head_dim, p->n_q, p->n_kv,
             p->causal ? "true" : "false", (double)p->scale, p->n_q, p->heads, p->head_dim,
             p->n_kv, p->kv_heads, p->head_dim, p->n_kv, p->kv_heads, p->head_dim, p->n_q,
             p->heads, p->head_dim);
@@ -268,6 +321,9 @@ typedef struct {
     long seed;
     roi_mode roi;
     attn_tunables t;
+#if ATTN_HAS_FP16
+    int fp16; /* --precision fp16 */
+#endif
 } run_args;
 
 static run_args parse(int argc, char **argv) {
@@ -288,12 +344,28 @@ static run_args parse(int argc, char **argv) {
         if (arg_str(&a, "l", NULL)) die_arg("--l: not used with --phase prefill (use --n)");
         r.n_q = r.n_kv = (int)arg_long(&a, "n", 64, 1, 1 << 16);
     }
+#if ATTN_HAS_FP16
+    r.precision = arg_choice(&a, "precision", ATTN_HAS_FP32 ? "fp32" : "fp16", precisions);
+    r.fp16 = strcmp(r.precision, "fp16") == 0;
+    if (!r.fp16 && !ATTN_HAS_FP32)
+        die_arg("--precision: fp32 is not in this binary (%s: fp16 kernels only; fp32 runs "
+                "from the binary without -fp16)", ATTN_BINARY);
+    if (r.fp16 && r.kernel - KERNELS == FA_V && !ATTN_HAS_FAV_F16)
+        die_arg("--precision: fp16 is not implemented for fa-v yet (fp16 kernels: "
+                "ggml-scalar, ggml-vec)");
+#else
     r.precision = arg_choice(&a, "precision", "fp32", precisions);
     if (strcmp(r.precision, "fp16") == 0)
         die_arg("--precision: fp16 is not supported in this build (needs zvfh; fp32 only)");
+#endif
     r.seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
     r.roi = parse_roi(&a);
     r.t = parse_tunables(&a, &r.shape, r.decode, &r.regime_asked);
+#if ATTN_HAS_FP16
+    if (r.fp16 && r.kernel - KERNELS == GGML_VEC && r.t.lmul != 0)
+        die_arg("--lmul: ggml-vec in fp16 keeps ggml's own register grouping (e16 m1 for "
+                "the dot, e16 m4 for rescale and update); only auto, got %d", r.t.lmul);
+#endif
     r.dump = arg_str(&a, "dump", NULL);
     r.ref_in = arg_str(&a, "ref", NULL);       /* read the reference from here */
     r.ref_out = arg_str(&a, "make-ref", NULL); /* only write the reference */
@@ -331,8 +403,8 @@ static void report(const run_args *r, const kernel_state *k, const err_stats *e,
     json_int("pack", k->pack);
     json_int("heads_per_step", k->step);
     json_errors(e);
-    json_num("atol", ATOL);
-    json_num("rtol", RTOL);
+    json_num("atol", TOL_ABS(r));
+    json_num("rtol", TOL_REL(r));
     json_bool("pass", ok);
     json_end();
 }
@@ -342,8 +414,54 @@ static void dump_all(const run_args *r, const attn_problem *p, size_t nq_el, siz
     dump_array(r->dump, "k", p->k, nkv_el * sizeof(float));
     dump_array(r->dump, "v", p->v, nkv_el * sizeof(float));
     dump_array(r->dump, "o", p->o, nq_el * sizeof(float));
-    write_meta(r->dump, r->kernel->name, p, r->seed);
+    write_meta(r->dump, r->kernel->name, p, r->seed META_F32);
 }
+
+#if ATTN_HAS_FP16
+/* fp16 runs: the ggml kernels' inputs and output as the fp16 family sees them, with one
+ * row's scratch and ggml-scalar's conversion table, allocated outside the region of
+ * interest. Q, K and V are the fp32 draws rounded to fp16 in place (q, k and v then hold
+ * exactly the kernel's inputs, so the reference sees them too); K and V go to the kernel
+ * as fp16 words, Q as fp32 (ggml's Q is F32). */
+static attn_problem_f16 prepare_f16(const attn_problem *p, float *q, float *k, float *v,
+                                    size_t nq_el, size_t nkv_el, int scalar) {
+    attn_f16 *k16 = xaligned(nkv_el * sizeof(attn_f16)), *v16 = xaligned(nkv_el * sizeof(attn_f16));
+    for (size_t i = 0; i < nq_el; i++) q[i] = f16_to_f32(f32_to_f16(q[i]));
+    for (size_t i = 0; i < nkv_el; i++) {
+        k16[i] = f32_to_f16(k[i]), k[i] = f16_to_f32(k16[i]);
+        v16[i] = f32_to_f16(v[i]), v[i] = f16_to_f32(v16[i]);
+    }
+    attn_problem_f16 f = {.p = p, .k = k16, .v = v16,
+                          .o = xaligned(nq_el * sizeof(attn_f16)),
+                          .q_row = xaligned((size_t)p->head_dim * sizeof(attn_f16)),
+                          .acc16 = xaligned((size_t)p->head_dim * sizeof(attn_f16)),
+                          .acc32 = xaligned((size_t)p->head_dim * sizeof(float))};
+    if (scalar) {
+        float *tab = xaligned(65536 * sizeof(float));
+        for (uint32_t w = 0; w < 65536; w++) tab[w] = f16_to_f32((uint16_t)w);
+        f.f16_table = tab;
+    }
+    return f;
+}
+
+static void release_f16(attn_problem_f16 *f) {
+    free((void *)f->k), free((void *)f->v), free(f->o);
+    free(f->q_row), free(f->acc16), free(f->acc32), free((void *)f->f16_table);
+}
+
+/* raw binary16 words; Q as the fp16 words of its rounded values */
+static void dump_all_f16(const run_args *r, const attn_problem *p, const attn_problem_f16 *f,
+                         size_t nq_el, size_t nkv_el) {
+    attn_f16 *q16 = xaligned(nq_el * sizeof(attn_f16));
+    for (size_t i = 0; i < nq_el; i++) q16[i] = f32_to_f16(p->q[i]);
+    dump_array(r->dump, "q", q16, nq_el * sizeof(attn_f16));
+    dump_array(r->dump, "k", f->k, nkv_el * sizeof(attn_f16));
+    dump_array(r->dump, "v", f->v, nkv_el * sizeof(attn_f16));
+    dump_array(r->dump, "o", f->o, nq_el * sizeof(attn_f16));
+    write_meta(r->dump, r->kernel->name, p, r->seed, "float16");
+    free(q16);
+}
+#endif
 
 int main(int argc, char **argv) {
     run_args r = parse(argc, argv);
@@ -361,6 +479,10 @@ int main(int argc, char **argv) {
                             .n_q = r.n_q, .n_kv = r.n_kv, .causal = !r.decode,
                             .scale = 1.0f / sqrtf((float)s->head_dim),
                             .q = q, .k = k, .v = v, .o = o};
+#if ATTN_HAS_FP16 /* rounds q, k and v in place: before the reference sees them */
+    attn_problem_f16 p16 = {0};
+    if (r.fp16) p16 = prepare_f16(&p, q, k, v, nq_el, nkv_el, r.kernel - KERNELS == GGML_SCALAR);
+#endif
     double *ref = malloc(nq_el * sizeof(double));
     if (!ref) die_arg("out of memory");
     const ref_header ref_hdr = ref_header_of(&p, r.seed, nq_el, nkv_el);
@@ -374,12 +496,31 @@ int main(int argc, char **argv) {
 
     kernel_state ks;
     r.kernel->prepare(&ks, &p, &r.t, r.regime_asked);
+#if ATTN_HAS_FP16
+    if (r.fp16 && r.kernel - KERNELS == GGML_VEC) r.t.lmul = 1; /* ggml's dot: e16 m1 */
+#endif
     roi_begin(r.roi); /* the region of interest holds the kernel call and nothing else */
-    switch (r.kernel - KERNELS) {
+#if ATTN_HAS_FP16
+    if (r.fp16) {
+        switch (r.kernel - KERNELS) {
 #if ATTN_HAS_GGML_SCALAR
-    case GGML_SCALAR: attn_ggml_scalar(&p); break;
+        case GGML_SCALAR: attn_ggml_scalar_f16(&p16); break;
 #endif
 #if ATTN_HAS_GGML_VEC
+        case GGML_VEC: attn_ggml_vec_f16(&p16); break;
+#endif
+#if ATTN_HAS_FAV_F16 /* the hook for fa-v in fp16; its preparation goes where fa-v's does */
+        case FA_V: attn_fa_v_f16(&p16, &ks); break;
+#endif
+        default: break;
+        }
+    } else
+#endif
+    switch (r.kernel - KERNELS) {
+#if ATTN_HAS_GGML_SCALAR && ATTN_HAS_FP32
+    case GGML_SCALAR: attn_ggml_scalar(&p); break;
+#endif
+#if ATTN_HAS_GGML_VEC && ATTN_HAS_FP32
     case GGML_VEC: attn_ggml_vec(&p, &r.t); break;
 #endif
 #if ATTN_HAS_FAV
@@ -389,17 +530,34 @@ int main(int argc, char **argv) {
     }
     roi_end(r.roi);
     if (r.kernel->release) r.kernel->release(&ks);
+#if ATTN_HAS_FP16
+    if (r.fp16) { /* the check reads O widened to fp32 (exact) */
+        if (r.perturb) p16.o[nq_el / 2] = f32_to_f16(f16_to_f32(p16.o[nq_el / 2]) + 0.5f);
+        for (size_t i = 0; i < nq_el; i++) o[i] = f16_to_f32(p16.o[i]);
+    } else if (r.perturb) {
+        o[nq_el / 2] += 0.5f;
+    }
+#else
     if (r.perturb) o[nq_el / 2] += 0.5f; /* self-test of the checker: must be caught */
+#endif
 
     if (r.ref_in) ref_read(r.ref_in, &ref_hdr, ref);
     else attn_reference(&p, ref);
     err_stats e;
     err_reset(&e);
-    for (size_t i = 0; i < nq_el; i++) err_add(&e, o[i], ref[i], ATOL, RTOL, REL_FLOOR);
+    for (size_t i = 0; i < nq_el; i++)
+        err_add(&e, o[i], ref[i], TOL_ABS(&r), TOL_REL(&r), REL_FLOOR);
     const int ok = e.n_bad == 0;
+#if ATTN_HAS_FP16
+    if (r.dump && r.fp16) dump_all_f16(&r, &p, &p16, nq_el, nkv_el);
+    else
+#endif
     if (r.dump) dump_all(&r, &p, nq_el, nkv_el);
     report(&r, &ks, &e, ok);
     free(ref);
     free(q), free(k), free(v), free(o);
+#if ATTN_HAS_FP16
+    if (r.fp16) release_f16(&p16);
+#endif
     return ok ? EXIT_OK : EXIT_WRONG;
 }
