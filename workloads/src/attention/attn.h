@@ -90,8 +90,8 @@ typedef struct {
     int hp, hb;     /* heads regime: heads padded to whole registers; keys per block */
     int tree_levels, lg_d; /* heads regime: unzip-add levels; log2(D) */
     int *pk_vl;     /* heads regime: valid elements of packed register r */
-    float *qs, *acc, *alpha, *mrep; /* heads regime: q * scale, O accumulator [head][D],
-                                       rescale per head, block maximum repeated per key */
+    float *qs, *acc, *alpha, *mrep, *inv; /* heads regime: q * scale, O accumulator
+                     [head][D], rescale per head, block maximum repeated per key, 1 / sum */
 } fav_ctx;
 
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t); /* 0 ok */

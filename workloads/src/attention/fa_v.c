@@ -177,9 +177,10 @@ static int fav_heads_prepare(fav_ctx *c) {
     c->m = malloc((size_t)c->hp * sizeof(float));
     c->s = malloc((size_t)c->hp * sizeof(float));
     c->alpha = malloc((size_t)c->hp * sizeof(float));
+    c->inv = malloc((size_t)c->hp * sizeof(float));
     c->sc = malloc(blk * sizeof(float));
     c->mrep = malloc(blk * sizeof(float));
-    return c->qs && c->acc && c->m && c->s && c->alpha && c->sc && c->mrep ? 0 : -1;
+    return c->qs && c->acc && c->m && c->s && c->alpha && c->inv && c->sc && c->mrep ? 0 : -1;
 }
 
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
@@ -278,5 +279,6 @@ void fav_release(fav_ctx *c) {
     free(c->acc);
     free(c->alpha);
     free(c->mrep);
+    free(c->inv);
 }
 #endif

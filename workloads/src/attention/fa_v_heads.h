@@ -108,7 +108,8 @@ __attribute__((noinline)) static void fav_heads_scores(const fav_ctx *c, int j0,
  * head, one vector exp over the whole block against the new maximum repeated per key (the
  * padding keys get a maximum no score reaches, so their weight is 0), row sums. c->alpha
  * gets each head's rescale factor. */
-__attribute__((noinline)) static void fav_heads_softmax(const fav_ctx *c, int nb, int first) {
+__attribute__((noinline)) static void fav_heads_softmax(const fav_ctx *c, int nb, int first,
+                                                        int last) {
     const int HP = c->hp, B = c->hb;
     for (int h = 0; h < HP;) {
         const size_t vl = __riscv_vsetvl_e32m4((size_t)(HP - h));
@@ -141,13 +142,16 @@ __attribute__((noinline)) static void fav_heads_softmax(const fav_ctx *c, int nb
         for (int j = 0; j < nb; j++)
             l = __riscv_vfadd(l, __riscv_vle32_v_f32m4(c->sc + (size_t)j * HP + h, vl), vl);
         __riscv_vse32(c->s + h, l, vl);
+        if (last) __riscv_vse32(c->inv + h, __riscv_vfrdiv(l, 1.0f, vl), vl);
         h += (int)vl;
     }
 }
 
 /* acc = acc * alpha + sum_j P[j] V[j] over the block's nb keys; acc is [head][D] (heads
- * padded to c->hp). */
-__attribute__((noinline)) static void fav_heads_pv(const fav_ctx *c, int j0, int nb, int first) {
+ * padded to c->hp). After the last block the accumulator goes to token i's O divided by
+ * the row sums (c->inv, from fav_heads_softmax). */
+__attribute__((noinline)) static void fav_heads_pv(const fav_ctx *c, int i, int j0, int nb,
+                                                   int first, int last) {
     const attn_problem *p = c->p;
     const int D = p->head_dim, H = p->heads, G = H / p->kv_heads, HP = c->hp;
     const size_t e = __riscv_vsetvlmax_e32m1(), kv_row = (size_t)p->kv_heads * D;
@@ -166,12 +170,19 @@ __attribute__((noinline)) static void fav_heads_pv(const fav_ctx *c, int j0, int
                     __riscv_vle32_v_f32m1(c->sc + (size_t)j * HP + r * P, (size_t)P), seg, e);
                 a = __riscv_vfmacc(a, pe, vv, e);
             }
-            __riscv_vse32(ar, a, e);
+            if (!last) {
+                __riscv_vse32(ar, a, e);
+                continue;
+            }
+            const vfloat32m1_t inv = __riscv_vrgather(
+                __riscv_vle32_v_f32m1(c->inv + r * P, (size_t)P), seg, e);
+            __riscv_vse32(p->o + ((size_t)i * H + (size_t)r * P) * D, __riscv_vfmul(a, inv, e),
+                          (size_t)c->pk_vl[r]);
         }
         return;
     }
     for (int h = 0; h < H; h++) { /* E < D: a scalar weight per head and key */
-        const float al = c->alpha[h];
+        const float al = c->alpha[h], inv = c->inv[h];
         const float *vh = p->v + (size_t)j0 * kv_row + (size_t)(h / G) * D;
         for (int d = 0; d < D; d += (int)e) {
             float *ad = c->acc + (size_t)h * D + d;
@@ -180,7 +191,10 @@ __attribute__((noinline)) static void fav_heads_pv(const fav_ctx *c, int j0, int
             for (int j = 0; j < nb; j++)
                 a = __riscv_vfmacc(a, c->sc[(size_t)j * HP + h],
                                    __riscv_vle32_v_f32m1(vh + (size_t)j * kv_row + d, e), e);
-            __riscv_vse32(ad, a, e);
+            if (last)
+                __riscv_vse32(p->o + ((size_t)i * H + h) * D + d, __riscv_vfmul(a, inv, e), e);
+            else
+                __riscv_vse32(ad, a, e);
         }
     }
 }
@@ -200,18 +214,9 @@ static void fav_heads(const fav_ctx *c) {
         for (int j0 = 0; j0 < nk; j0 += c->hb) {
             const int nb = nk - j0 < c->hb ? nk - j0 : c->hb;
             fav_heads_scores(c, j0, nk);
-            fav_heads_softmax(c, nb, j0 == 0);
-            fav_heads_pv(c, j0, nb, j0 == 0);
-        }
-        float *oi = p->o + (size_t)i * H * D;
-        for (int h = 0; h < H; h++) {
-            const float inv = 1.0f / c->s[h];
-            for (int d = 0; d < D;) {
-                const size_t vl = __riscv_vsetvl_e32m4((size_t)(D - d));
-                __riscv_vse32(oi + (size_t)h * D + d,
-                              __riscv_vfmul(__riscv_vle32_v_f32m4(c->acc + (size_t)h * D + d, vl), inv, vl), vl);
-                d += (int)vl;
-            }
+            const int last = j0 + nb == nk;
+            fav_heads_softmax(c, nb, j0 == 0, last);
+            fav_heads_pv(c, i, j0, nb, j0 == 0, last);
         }
     }
 }
