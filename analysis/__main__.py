@@ -58,10 +58,14 @@ def _doc(root: Path, dest: Path | None, check: bool) -> int:
 def _report(root: Path, use_cache: bool) -> int:
     from .report import make_report
 
-    out, notes = make_report(root, use_cache=use_cache)
-    for n in notes:
+    rep = make_report(root, use_cache=use_cache)
+    for n in rep.notes:
         print(f"note: figure skipped: {n}")
-    print(f"wrote {out}")
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for line in (rep.summary, *rep.problems):
+        print(line)
+    print(f"wrote {rep.path}")
     return 0
 
 
@@ -70,9 +74,14 @@ def _collected(command: str, root: Path, use_cache: bool) -> int:
     res = collect(root, use_cache=use_cache)
     df = res.df
     if command == "collect":
+        from .completeness import headline, listing
+
         bad = int((~df["usable"]).sum()) if "usable" in df else 0
         print(f"{len(df)} runs ({res.parsed} parsed, {res.reused} from cache), "
               f"{bad} not usable; wrote {root / 'collected.csv'}")
+        print(headline(df, "; ".join(res.notes)))
+        for line in listing(df):
+            print(line)
     elif command == "tables":
         from . import tables
 
