@@ -48,6 +48,8 @@ def _find(name_or_path: str | Path, directory: Path) -> Path:
     if looks_like_path:
         if candidate.is_file():
             return candidate
+        if candidate.is_dir():
+            raise UarchError(f"{text}: a folder, not a uarch file")
         available = ", ".join(list_uarchs(directory)) or "none"
         raise UarchError(f"{text}: file not found (uarchs in {display(directory)}: {available})")
     path = Path(directory) / f"{text}.yaml"
