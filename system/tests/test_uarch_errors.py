@@ -166,21 +166,22 @@ def test_malformed_yaml(tmp_path: Path, case: str, mutate: Any, expected: str) -
     assert expected in msg, msg
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("name: broken\nvlen: {min: 512, max: 8192\nlanes: 3\n", "YAML syntax error at line"),
-        ("name: broken\n  bad: indent\n", "YAML syntax error at line 2"),
-        ("", "empty file"),
-        ("- 1\n- 2\n", "top level: expected a mapping"),
-        ("just a string\n", "top level: expected a mapping"),
-        ("1: one\n", "1: keys must be strings"),
-        ("name: broken\nclock: 2GHz\nclock: 1GHz\n", "line 3, column 1: duplicate key 'clock'"),
-        ("name: broken\ncaches:\n  l1i: {size: 1KiB, size: 2KiB}\n", "duplicate key 'size'"),
-        ("name: broken\nvlen: [unclosed\n", "YAML syntax error at line"),
-        ("name: broken\n\tclock: 2GHz\n", "YAML syntax error at line 2"),
-    ],
-)
+#: (file text, what the one line must contain)
+MALFORMED_TEXT: list[tuple[str, str]] = [
+    ("name: broken\nvlen: {min: 512, max: 8192\nlanes: 3\n", "YAML syntax error at line"),
+    ("name: broken\n  bad: indent\n", "YAML syntax error at line 2"),
+    ("", "empty file"),
+    ("- 1\n- 2\n", "top level: expected a mapping"),
+    ("just a string\n", "top level: expected a mapping"),
+    ("1: one\n", "1: keys must be strings"),
+    ("name: broken\nclock: 2GHz\nclock: 1GHz\n", "line 3, column 1: duplicate key 'clock'"),
+    ("name: broken\ncaches:\n  l1i: {size: 1KiB, size: 2KiB}\n", "duplicate key 'size'"),
+    ("name: broken\nvlen: [unclosed\n", "YAML syntax error at line"),
+    ("name: broken\n\tclock: 2GHz\n", "YAML syntax error at line 2"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MALFORMED_TEXT)
 def test_malformed_text(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text(text)
