@@ -31,9 +31,10 @@ def _is_number(v: Any) -> bool:
 def run_problems(run: dict[str, Any], shown: str) -> list[str]:
     """Problems of a parsed run.json, one line each (`shown`: the file as reports name it)."""
     out = []
-    for key in ("axes", "system"):
-        if key in run and not isinstance(run[key], dict):
-            out.append(f"{shown}: {key}: expected an object (got {type(run[key]).__name__})")
+    for key, none_ok in (("axes", False), ("system", True)):  # qemu runs: system null
+        v = run.get(key)
+        if key in run and not isinstance(v, dict) and not (none_ok and v is None):
+            out.append(f"{shown}: {key}: expected an object (got {type(v).__name__})")
     axes = run.get("axes") if isinstance(run.get("axes"), dict) else {}
     for names, ok, what in ((INT_AXES, _is_int, "an integer"),
                             (STR_AXES, lambda v: isinstance(v, str), "a name"),

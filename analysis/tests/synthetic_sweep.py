@@ -38,7 +38,8 @@ def write_run(root: Path, rid: str, axes: dict[str, Any], *, status: str = "ok",
             "lanes": axes.get("lanes"), "lane_bits": 64, "clock": "2GHz",
             "timing_model": axes.get("timing_model"), "op_latency": {}}
     sysd.update(system or {})
-    run = {"schema": 1, "target": target, "axes": axes, "system": sysd,
+    run = {"schema": 1, "target": target, "axes": axes,
+           "system": None if target == "qemu" else sysd,  # as sweeps/runjson.py writes
            "workload": {"binary": "attention", "args": []}, "roi_dump": roi_dump}
     (d / "run.json").write_text(json.dumps(run))
     if stats is not None:
