@@ -233,8 +233,16 @@ def _load_cache(path: Path) -> pd.DataFrame | None:
 
 
 def _load_one(args: tuple[str, str]) -> dict[str, Any]:
+    """load_run, and a corrupt row naming the run for content no check foresaw: one run
+    never stops a collect (or the report)."""
     run_dir, base = args
-    return load_run(Path(run_dir), Path(base))
+    try:
+        return load_run(Path(run_dir), Path(base))
+    except Exception as exc:  # noqa: BLE001 - the run is named, not hidden (see above)
+        why = " ".join(str(exc).split())[:200]
+        return {"id": Path(run_dir).name, "status": "bad-status", "usable": False, "cause": "",
+                "analysis_error": f"{Path(run_dir).relative_to(base)}: cannot be analysed "
+                                  f"({type(exc).__name__}: {why})"}
 
 
 def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = None,

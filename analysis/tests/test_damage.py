@@ -205,6 +205,28 @@ def test_runs_outside_the_plan_and_no_plan_are_said(sweep: Path) -> None:
                          "with a plan"]
 
 
+def test_content_no_check_foresaw_is_named_not_fatal(sweep: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose row cannot be computed for a reason no check names is a corrupt row
+    naming the run; the other runs and the report go on."""
+    from analysis import collect as collect_mod
+
+    real = collect_mod.derived
+
+    def odd(row: dict, axes: dict, system: dict, result: dict) -> dict:
+        if row["id"] == VICTIM:
+            raise ZeroDivisionError("odd run")
+        return real(row, axes, system, result)
+
+    monkeypatch.setattr(collect_mod, "derived", odd)
+    rep = make_report(sweep, use_cache=False)
+    t = problems_table(collect(sweep, use_cache=False).df).set_index("id")
+    assert t.loc[VICTIM, "problem"] == "corrupt"
+    assert t.loc[VICTIM, "detail"] == (f"runs/{VICTIM}: cannot be analysed "
+                                       "(ZeroDivisionError: odd run)")
+    assert VICTIM in rep.path.read_text() and len(t) == len(NOT_OK) + 1
+
+
 def test_a_table_that_fails_is_named_and_the_report_still_written(
         sweep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(df: pd.DataFrame, _get: object) -> pd.DataFrame:
