@@ -31,25 +31,31 @@ RANGE_IN_MESSAGE = re.compile(r"\[(-?\d+), (-?\d+)\]")
 
 
 def edge_cases() -> list[Any]:
-    """(kernel, range, edge name, value): each binary and argument once."""
+    """(kernel, precision, range, edge name, value): each binary and argument once."""
     out, seen = [], set()
     for k in KERNELS.values():
-        for r in ranges(k.name):
-            if (k.binary, r.axis) in seen:
-                continue
-            seen.add((k.binary, r.axis))
-            for edge, v in (("below", r.lo - 1), ("lo", r.lo), ("hi", r.hi),
-                            ("above", r.hi + 1)):
-                out.append(pytest.param(k.name, r, edge, v, id=f"{k.binary}-{r.axis}-{edge}"))
+        precisions = ("fp32", "fp16") if k.fp16_binary else ("fp32",)
+        for prec in precisions:
+            binary = k.binary_for(prec)
+            for r in ranges(k.name):
+                if (binary, r.axis) in seen:
+                    continue
+                seen.add((binary, r.axis))
+                for edge, v in (("below", r.lo - 1), ("lo", r.lo), ("hi", r.hi),
+                                ("above", r.hi + 1)):
+                    out.append(pytest.param(k.name, prec, r, edge, v,
+                                            id=f"{binary}-{r.axis}-{edge}"))
     return out
 
 
 EDGES = edge_cases()
 
 
-def _axes(name: str, r: Range, value: int) -> dict[str, Any]:
+def _axes(name: str, prec: str, r: Range, value: int) -> dict[str, Any]:
     k = KERNELS[name]
     axes = {"kernel": name, "model": "tinyllama-1.1b", **SMALL[k.family.name]}
+    if prec != "fp32":
+        axes["precision"] = prec
     if r.axis == "l":
         axes.update(phase="decode", n=None)
     axes[r.axis] = value
@@ -59,21 +65,21 @@ def _axes(name: str, r: Range, value: int) -> dict[str, Any]:
 @pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
 @pytest.mark.skipif(not (BUILD / "attention-fa-v").exists(),
                     reason="workloads/build missing: run `make workloads` first")
-@pytest.mark.parametrize(("name", "r", "edge", "value"), EDGES)
-def test_planner_and_workload_agree_at_the_edges(name: str, r: Range, edge: str,
+@pytest.mark.parametrize(("name", "prec", "r", "edge", "value"), EDGES)
+def test_planner_and_workload_agree_at_the_edges(name: str, prec: str, r: Range, edge: str,
                                                  value: int) -> None:
     from workloads.kernels import workload_args
 
-    axes = _axes(name, r, value)
+    axes = _axes(name, prec, r, value)
     host_ok = arg_problem(axes) is None
     assert host_ok == (edge in ("lo", "hi"))
     if (r.axis, edge) in COSTLY:
         value = r.hi + 1  # ask for one more: the refusal names the range the workload has
         axes[r.axis] = value
     args = workload_args(axes, "none")
-    p = subprocess.run(["qemu-riscv64", "-cpu", "rv64,v=true,vlen=256",
-                        str(BUILD / KERNELS[name].binary), *args],
-                       capture_output=True, text=True, timeout=300)
+    cpu = "rv64,v=true,vlen=256" + (",zvfh=true" if prec == "fp16" else "")
+    p = subprocess.run(["qemu-riscv64", "-cpu", cpu, str(BUILD / KERNELS[name].binary_for(prec)),
+                        *args], capture_output=True, text=True, timeout=300)
     if (r.axis, edge) in COSTLY:
         m = RANGE_IN_MESSAGE.search(p.stderr)
         assert p.returncode == 2 and m and (int(m[1]), int(m[2])) == (r.lo, r.hi), p.stderr
