@@ -56,8 +56,8 @@ def with_plan(df: pd.DataFrame, root: Path) -> tuple[pd.DataFrame, str]:
     if plan is None:
         df["planned"] = None
         return df, note
-    found = set(df["id"]) if "id" in df.columns else set()
-    df["planned"] = df["id"].isin(plan) if "id" in df.columns else []
+    found = set(df["id"])
+    df["planned"] = df["id"].isin(plan)
     gone = [{"id": rid, "status": MISSING, "planned": True, "usable": False,
              "analysis_error": "",
              "cause": f"no run folder (planned in points.json: {point})" if point

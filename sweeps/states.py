@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -86,8 +87,8 @@ def inspect_run(rundir: str | os.PathLike[str], present: bool = True) -> RunStat
     return RunState(st["status"], cause, st)
 
 
-def inspect_runs(runs_dir: str | os.PathLike[str], ids: list[str] | tuple[str, ...] |
-                 Any) -> dict[str, RunState]:
+def inspect_runs(runs_dir: str | os.PathLike[str], ids: Iterable[str]
+                 ) -> dict[str, RunState]:
     """inspect_run of every id, listing the folder once."""
     try:
         present = {e.name for e in os.scandir(runs_dir) if e.is_dir()}
