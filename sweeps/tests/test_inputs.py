@@ -48,6 +48,9 @@ PATHS: list[tuple[list[str], str]] = [
     (["sweeps", "plan", "{dir}/nope.yaml"], "nope.yaml: cannot read: No such file"),
     (["sweeps", "plan", "{file}"], "(top level): expected a mapping"),
     (["sweeps", "plan", "{binary}"], "not UTF-8"),
+    (["sweeps", "plan", "/dev/zero"], "/dev/zero: not a regular file"),  # was a hang
+    (["sweeps", "plan", "{fifo}"], "not a regular file"),  # would block
+    (["sweeps", "plan", "{huge}"], "larger than 16 MiB"),
     (["sweeps", "plan", "qemu-ci", "--results", "{file}/x"], "is a file, not a folder"),
     (["sweeps", "status", "qemu-ci", "--results", "{file}"], "is a file, not a folder"),
     (["sweeps", "run", "qemu-ci", "--results", "{file}/x/y"], "is a file, not a folder"),
@@ -95,8 +98,12 @@ def test_bad_path_is_one_line(tmp_path: Path, argv: list[str], want: str) -> Non
     (tmp_path / "dir").mkdir()
     (tmp_path / "binary.yaml").write_bytes(b"name: \xff\xfe\n")
     (tmp_path / "sweep" / "runs").mkdir(parents=True)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    with open(tmp_path / "huge.yaml", "wb") as f:
+        f.truncate((16 << 20) + 1)
     subs = {"{file}": str(tmp_path / "file"), "{dir}": str(tmp_path / "dir"),
-            "{binary}": str(tmp_path / "binary.yaml"), "{sweep}": str(tmp_path / "sweep")}
+            "{binary}": str(tmp_path / "binary.yaml"), "{sweep}": str(tmp_path / "sweep"),
+            "{fifo}": str(tmp_path / "fifo.yaml"), "{huge}": str(tmp_path / "huge.yaml")}
     args = []
     for a in argv:
         for k, v in subs.items():
@@ -104,9 +111,16 @@ def test_bad_path_is_one_line(tmp_path: Path, argv: list[str], want: str) -> Non
         args.append(a)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GEM5_BUILD_DIR": str(tmp_path / "none")}
     env.pop("GEM5", None)
-    p = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=120)
+    # bounded: without the checks, /dev/zero is read until memory runs out
+    p = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60, preexec_fn=_limit_memory)
     _one_line(p, want)
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
 def test_closed_pipe_is_quiet(fakes: Fakes) -> None:
