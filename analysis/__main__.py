@@ -8,12 +8,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from vecscale.cmdline import OneLineParser, folder_problem, os_error_line
+
 from .collect import CollectError, collect
 from .stats import StatsError
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m analysis",
+    ap = OneLineParser(prog="python -m analysis",
                                  description="Analyse a results/<sweep> folder.")
     ap.add_argument("command", choices=["collect", "tables", "plots", "report", "compact",
                                         "doc"])
@@ -32,6 +34,10 @@ def _compact(root: Path, dest: Path | None) -> int:
 
     if dest is None:
         print("error: compact needs a destination folder (e.g. results/reference)",
+              file=sys.stderr)
+        return 2
+    if problem := folder_problem(dest):
+        print(f"error: compact: {problem} (expected a folder to write the archive into)",
               file=sys.stderr)
         return 2
     done = compact(root, dest)
@@ -58,10 +64,14 @@ def _doc(root: Path, dest: Path | None, check: bool) -> int:
 def _report(root: Path, use_cache: bool) -> int:
     from .report import make_report
 
-    out, notes = make_report(root, use_cache=use_cache)
-    for n in notes:
+    rep = make_report(root, use_cache=use_cache)
+    for n in rep.notes:
         print(f"note: figure skipped: {n}")
-    print(f"wrote {out}")
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for line in (rep.summary, *rep.problems):
+        print(line)
+    print(f"wrote {rep.path}")
     return 0
 
 
@@ -70,9 +80,14 @@ def _collected(command: str, root: Path, use_cache: bool) -> int:
     res = collect(root, use_cache=use_cache)
     df = res.df
     if command == "collect":
+        from .completeness import headline, listing
+
         bad = int((~df["usable"]).sum()) if "usable" in df else 0
         print(f"{len(df)} runs ({res.parsed} parsed, {res.reused} from cache), "
               f"{bad} not usable; wrote {root / 'collected.csv'}")
+        print(headline(df, "; ".join(res.notes)))
+        for line in listing(df):
+            print(line)
     elif command == "tables":
         from . import tables
 
@@ -100,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(root, not args.no_cache)
         return _collected(args.command, root, not args.no_cache)
     except (CollectError, StatsError, OSError, ValueError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = os_error_line(exc) if isinstance(exc, OSError) else \
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2
 

@@ -26,12 +26,14 @@ import pandas as pd
 from workloads.kernels import family_of
 
 from .compact import ROI_ONLY_STATS, RUNS_ARCHIVE
+from .completeness import with_plan
+from .contents import result_problems, run_problems
 from .metrics import derived, num, pick, shape_metrics, stats_metrics
 from .stats import StatsError, read_text
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 5
+SCHEMA = 6
 
 
 class CollectError(Exception):
@@ -51,7 +53,10 @@ def _read_json(path: Path, what: str) -> tuple[dict[str, Any] | None, str]:
     if not path.exists():
         return None, ""
     try:
-        text = path.read_text(errors="replace").strip()
+        try:
+            text = path.read_bytes().decode("utf-8").strip()
+        except UnicodeDecodeError:
+            return None, f"{what}: not UTF-8 text"
         if not text:
             return None, f"{what}: empty file"
         try:
@@ -101,17 +106,24 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     errors: list[str] = []
     status = _status_columns(row, run_dir, rel, errors)
     run, err = _read_json(run_dir / "run.json", f"{rel}/run.json")
-    if err:
-        errors.append(err)
+    errors += [err] if err else [] if run is not None else [f"{rel}/run.json: missing"]
     run = run or {}
+    bad = run_problems(run, f"{rel}/run.json")
+    errors += bad
     axes = run.get("axes") if isinstance(run.get("axes"), dict) else {}
+    # a value of the wrong type never reaches a table (the run is corrupt: errors)
+    axes = {k: v for k, v in axes.items() if not any(f"axes.{k}:" in b for b in bad)}
     system = run.get("system") if isinstance(run.get("system"), dict) else {}
     row["target"] = str(status.get("target") or run.get("target") or "")
     _run_columns(row, axes, system)
     result, err = _read_json(run_dir / "result.json", f"{rel}/result.json")
     if err:
         errors.append(err)
-    result = result or {}
+    elif result is None and row["status"] == "ok":
+        errors.append(f"{rel}/result.json: missing (an ok run has the workload's result)")
+    bad = result_problems(result or {}, f"{rel}/result.json")
+    errors += bad
+    result = {k: v for k, v in (result or {}).items() if not any(f": {k}:" in b for b in bad)}
     _result_columns(row, axes, result)
     _stats_columns(row, run_dir, rel, run, errors)
     row.update(derived(row, axes, system, result))
@@ -131,7 +143,11 @@ def _status_columns(row: dict[str, Any], run_dir: Path, rel: str, errors: list[s
         row["status"] = "bad-status" if err else "incomplete"
         row["cause"] = err or "no status.json (not finished)"
         return {}
-    row["status"] = str(status.get("status", "unknown"))
+    if not isinstance(status.get("status"), str):
+        errors.append(f"{rel}/status.json: no status (expected a \"status\" string)")
+        row["status"], row["cause"] = "bad-status", errors[-1]
+        return {}
+    row["status"] = status["status"]
     row["cause"] = str(status.get("cause", "") or "")
     row["wall_s"] = num(status.get("wall_s"))
     row["exit_code"] = num(status.get("exit_code"))
@@ -217,8 +233,16 @@ def _load_cache(path: Path) -> pd.DataFrame | None:
 
 
 def _load_one(args: tuple[str, str]) -> dict[str, Any]:
+    """load_run, and a corrupt row naming the run for content no check foresaw: one run
+    never stops a collect (or the report)."""
     run_dir, base = args
-    return load_run(Path(run_dir), Path(base))
+    try:
+        return load_run(Path(run_dir), Path(base))
+    except Exception as exc:  # noqa: BLE001 - the run is named, not hidden (see above)
+        why = " ".join(str(exc).split())[:200]
+        return {"id": Path(run_dir).name, "status": "bad-status", "usable": False, "cause": "",
+                "analysis_error": f"{Path(run_dir).relative_to(base)}: cannot be analysed "
+                                  f"({type(exc).__name__}: {why})"}
 
 
 def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = None,
@@ -267,8 +291,10 @@ def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = 
         tmp = cache_path.with_suffix(".csv.tmp")
         df.to_csv(tmp, index=False)
         os.replace(tmp, cache_path)
+    df, plan_note = with_plan(df, root)  # a planned run without a folder: a `missing` row
     df["usable"] = df["usable"].astype(bool)
-    return Collected(df=_with_shared_uarchs(df, root), parsed=len(rows), reused=reused)
+    return Collected(df=_with_shared_uarchs(df, root), parsed=len(rows), reused=reused,
+                     notes=[plan_note] if plan_note else [])
 
 
 def _with_shared_uarchs(df: pd.DataFrame, root: Path) -> pd.DataFrame:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import html
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from . import plots, tables
+from . import completeness, plots, tables
 from .collect import collect
 from .formatting import cell, write_table
 from .select import runs_once
@@ -120,16 +123,20 @@ def _sections(tabs: dict[str, pd.DataFrame], before_figures: bool) -> list[str]:
 
 
 def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
-           figures: dict[str, list[Path]], notes: list[str]) -> str:
+           figures: dict[str, list[Path]], notes: list[str], summary: str = "",
+           table_notes: tuple[str, ...] = ()) -> str:
     facts, pj_text, sweep_text = provenance(
         root, list(df["uarch"].dropna().unique()) if "uarch" in df.columns else None)
     esc = html.escape
     runs = runs_once(df)
+    made = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>vecscale report: "
              f"{esc(root.name)}</title><style>{CSS}</style></head><body>",
              f"<h1>vecscale report: {esc(root.name)}</h1>",
+             f"<p id='completeness'><strong>{esc(summary)}</strong></p>" if summary else "",
              f"<p>{len(runs)} runs, {int(runs['usable'].sum()) if 'usable' in runs else 0} usable "
-             "for speedups (status ok, statistics parsed).</p>",
+             f"for speedups (status ok, statistics parsed). Written {made}.</p>",
+             *(f"<p class='note'>{esc(n)}</p>" for n in table_notes),
              *_sections(tabs, before_figures=True), "<h2>Figures</h2>"]
     for name, paths in figures.items():
         for p in paths:
@@ -148,16 +155,57 @@ def render(root: Path, df: pd.DataFrame, tabs: dict[str, pd.DataFrame],
     return "\n".join(parts)
 
 
-def make_report(results_dir: str | Path, use_cache: bool = True) -> tuple[Path, list[str]]:
-    """Collect, write tables and figures, and write report.html; returns (path, notes)."""
+@dataclass
+class Report:
+    path: Path
+    notes: list[str]  # figures skipped, and why
+    summary: str  # completeness.headline: ok runs against the plan, every other kind
+    problems: list[str]  # one line per run that is not ok (completeness.listing)
+    warnings: list[str]  # tables that could not be computed
+
+
+def make_report(results_dir: str | Path, use_cache: bool = True) -> Report:
+    """Collect, write tables and figures, and write report.html. If anything fails on the
+    way, report.html is replaced by a page saying so (the previous one kept as
+    report.previous.html) before the error goes up: an old report never looks current."""
     root = Path(results_dir)
-    df = collect(root, use_cache=use_cache).df
-    tabs = tables.all_tables(df)
+    out = root / "report.html"
+    try:
+        return _make_report(root, out, use_cache)
+    except BaseException as exc:
+        _mark_failed(out, exc)
+        raise
+
+
+def _make_report(root: Path, out: Path, use_cache: bool) -> Report:
+    res = collect(root, use_cache=use_cache)
+    df = res.df
+    warnings: list[str] = []
+    tabs = tables.all_tables(df, warnings)
     for name, t in tabs.items():
         write_table(t, root / "tables", name)
     figures, notes = plots.make_all(df, root / "figures")
-    out = root / "report.html"
+    summary = completeness.headline(df, "; ".join(res.notes))
     tmp = out.with_suffix(".html.tmp")
-    tmp.write_text(render(root, df, tabs, figures, notes))
+    tmp.write_text(render(root, df, tabs, figures, notes, summary, tuple(warnings)))
     tmp.replace(out)
-    return out, notes
+    return Report(out, notes, summary, completeness.listing(df), warnings)
+
+
+def _mark_failed(out: Path, exc: BaseException) -> None:
+    """Replace report.html (if there is one) by a page naming the failure, keeping the old
+    page as report.previous.html."""
+    if not out.is_file():
+        return
+    why = " ".join(str(exc).split()) or type(exc).__name__
+    made = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        os.replace(out, out.with_name("report.previous.html"))
+        out.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>vecscale "
+                       f"report: not written</title></head><body><h1>Report not written</h1>"
+                       f"<p>{html.escape(made)}: the report of {html.escape(out.parent.name)} "
+                       f"could not be written: {html.escape(why)}</p><p>The previous report "
+                       "is report.previous.html; it does not show the current results.</p>"
+                       "</body></html>\n")
+    except OSError:
+        pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .completeness import problem
 from .select import runs_once, usable
 
 
@@ -56,12 +57,13 @@ def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Runs that are not usable, with status and cause (analysis errors included)."""
     df = runs_once(df)
     if df.empty:
-        return pd.DataFrame(columns=["id", "status", "cause"])
+        return pd.DataFrame(columns=["id", "status", "problem", "cause"])
     bad = df[~df["usable"].astype(bool)]
     if "target" in bad.columns:  # qemu runs have no stats: not failures when ok
         bad = bad[~((bad["target"] == "qemu") & (bad["status"] == "ok"))]
     t = bad[["id", "status"]].copy()
     cause = bad.get("cause", pd.Series("", index=bad.index)).fillna("").astype(str)
     aerr = bad.get("analysis_error", pd.Series("", index=bad.index)).fillna("").astype(str)
+    t["problem"] = [problem(s, e) for s, e in zip(t["status"], aerr, strict=True)]
     t["cause"] = [("; ".join(x for x in (c, e) if x)) for c, e in zip(cause, aerr, strict=True)]
     return t.reset_index(drop=True)

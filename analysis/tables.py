@@ -59,14 +59,24 @@ CATALOGUE: tuple[Table, ...] = (
 )
 
 
-def all_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Every table of the catalogue, by name, in catalogue order."""
+def all_tables(df: pd.DataFrame, problems: list[str] | None = None
+               ) -> dict[str, pd.DataFrame]:
+    """Every table of the catalogue, by name, in catalogue order. With a `problems` list, a
+    table whose builder fails is left empty and the failure appended there (one line), so
+    that one odd run cannot stop the report; without one, the failure is raised."""
     by_name = {t.name: t for t in CATALOGUE}
     built: dict[str, pd.DataFrame] = {}
 
     def get(name: str) -> pd.DataFrame:
         if name not in built:
-            built[name] = by_name[name].build(df, get)
+            try:
+                built[name] = by_name[name].build(df, get)
+            except Exception as exc:  # noqa: BLE001 - named in the report, see above
+                if problems is None:
+                    raise
+                why = " ".join(str(exc).split())[:200]
+                problems.append(f"table {name} not computed: {type(exc).__name__}: {why}")
+                built[name] = pd.DataFrame()
         return built[name]
 
     return {t.name: get(t.name) for t in CATALOGUE}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.spec import AXIS_NAMES, Spec, SpecError
+from vecscale.cmdline import folder_problem
 
 if TYPE_CHECKING:
     import argparse
@@ -92,19 +93,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def check_results_dir(results: Path) -> None:
-    """`--results` must be a folder or a path where one can be made: the first part of it
-    that exists must be a folder (not a file)."""
-    p = results
-    while True:
-        if p.exists():
-            if not p.is_dir():
-                what = "the results root" if p == results else f"a parent of {results}"
-                raise SpecError(f"--results {results}: {p} is a file, not a folder "
-                                f"({what}; expected a folder or a path to create one)")
-            return
-        if p.parent == p:
-            return
-        p = p.parent
+    """`--results` must be a folder or a path where one can be made."""
+    if problem := folder_problem(results):
+        raise SpecError(f"--results {results}: {problem} (expected a folder, or a path where "
+                        "one can be made)")
 
 
 def only_value(item: str, text: str) -> Any:

@@ -11,6 +11,7 @@ from pathlib import Path
 from sweeps.checks import MAX_POINTS
 from sweeps.results import LockHeld
 from sweeps.spec import SpecError
+from vecscale.cmdline import OneLineParser, os_error_line
 
 EPILOG = ("SPEC is a name in sweeps/ (smoke, edge, block-c, paper, qemu-validate, qemu-ci) "
           "or a path.")
@@ -19,9 +20,9 @@ EPILOG = ("SPEC is a name in sweeps/ (smoke, edge, block-c, paper, qemu-validate
 def parser() -> argparse.ArgumentParser:
     from sweeps.driver import DEFAULT_RESULTS
 
-    ap = argparse.ArgumentParser(prog="vecscale", description="vecscale sweep driver",
+    ap = OneLineParser(prog="vecscale", description="vecscale sweep driver",
                                  epilog=EPILOG)
-    sub = ap.add_subparsers(dest="verb", required=True)
+    sub = ap.add_subparsers(dest="verb", required=True, parser_class=OneLineParser)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("spec", metavar="SPEC")
@@ -131,8 +132,7 @@ def _main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         raise
     except OSError as e:  # a path that cannot be read or made: name it, no traceback
-        where = f"{e.filename}: " if e.filename else ""
-        print(f"vecscale: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"vecscale: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("vecscale: interrupted", file=sys.stderr)

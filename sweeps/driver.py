@@ -21,15 +21,14 @@ from sweeps.plan import Plan, Run, build_plan, point_matches
 from sweeps.render import environment, render
 from sweeps.results import (
     SweepLock,
-    read_status,
     remove_stale_tmp,
-    summary_table,
     write_json_atomic,
     write_text_atomic,
 )
 from sweeps.spec import REPO, Spec, SpecError, _shown, load_spec
+from sweeps.states import CORRUPT, RunState, inspect_runs, summary, to_rerun
 from system.gem5find import Gem5Error, export_gem5, stamp_provenance
-from vecscale.vocab import FAILED, RESUMED, gem5_config
+from vecscale.vocab import RESUMED, gem5_config
 
 DEFAULT_RESULTS = REPO / "results"
 
@@ -153,13 +152,9 @@ def restrict(plan: Plan, only: dict[str, list[Any]]) -> Plan:
                 points=points, warnings=plan.warnings)
 
 
-def statuses(plan: Plan, runs_dir: Path) -> dict[str, dict[str, Any] | None]:
-    """status.json of every planned run, reading only folders that exist."""
-    try:
-        present = {e.name for e in os.scandir(runs_dir)}
-    except FileNotFoundError:
-        present = set()
-    return {rid: (read_status(runs_dir / rid) if rid in present else None) for rid in plan.runs}
+def states(plan: Plan, runs_dir: Path) -> dict[str, RunState]:
+    """The state of every planned run: its verdict, or missing, corrupt, unknown status."""
+    return inspect_runs(runs_dir, list(plan.runs))
 
 
 def _size(r: Run) -> Any:
@@ -167,13 +162,14 @@ def _size(r: Run) -> Any:
         else r.axes.get("max_rows")
 
 
-def run_costs(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> dict[str, float | None]:
-    """Expected seconds of each run not finished yet: the mean wall_s of finished runs of the
-    same kernel, phase and size (and VLEN when there are such runs), else the spec's
+def run_costs(plan: Plan, sts: dict[str, RunState]) -> dict[str, float | None]:
+    """Expected seconds of each run a plain `run` would run: the mean wall_s of finished runs
+    of the same kernel, phase and size (and VLEN when there are such runs), else the spec's
     estimate_s guess for the kernel/phase or kernel, else None."""
     walls: dict[tuple[Any, ...], list[float]] = defaultdict(list)
-    for rid, st in sts.items():
-        if st and st.get("status") == "ok" and isinstance(st.get("wall_s"), (int, float)):
+    for rid, state in sts.items():
+        st = state.status or {}
+        if state.ok and isinstance(st.get("wall_s"), (int, float)):
             r = plan.runs[rid]
             base = (r.kernel, r.phase, _size(r))
             walls[base].append(float(st["wall_s"]))
@@ -181,7 +177,7 @@ def run_costs(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> dict[str, fl
     guess = plan.spec.estimate_s
     out: dict[str, float | None] = {}
     for rid, r in plan.runs.items():
-        if sts.get(rid) and sts[rid].get("status") not in RESUMED:  # killed runs run again
+        if not to_rerun(sts[rid]):  # done, or failed: only missing, corrupt, killed run again
             continue
         base = (r.kernel, r.phase, _size(r))
         w = walls.get((*base, r.axes.get("vlen"))) or walls.get(base)
@@ -196,7 +192,7 @@ def run_costs(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> dict[str, fl
     return out
 
 
-def estimate(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> tuple[float | None, str]:
+def estimate(plan: Plan, sts: dict[str, RunState]) -> tuple[float | None, str]:
     """Seconds of run time left, from wall_s of finished runs like each one (run_costs)."""
     costs = run_costs(plan, sts)
     total = sum(c for c in costs.values() if c is not None)
@@ -209,18 +205,21 @@ def estimate(plan: Plan, sts: dict[str, dict[str, Any] | None]) -> tuple[float |
 
 def print_plan(spec: Spec, plan: Plan, results: Path, out: TextIO = sys.stdout) -> None:
     runs_dir = results / spec.name / "runs"
-    sts = statuses(plan, runs_dir)
-    done = sum(1 for s in sts.values() if s and s.get("status") == "ok")
-    failed = sum(1 for s in sts.values() if s and s.get("status") in FAILED)
-    pending = len(plan.runs) - done - failed
-    killed = sum(1 for s in sts.values() if s and s.get("status") in RESUMED)
+    sts = states(plan, runs_dir)
+    done = sum(1 for s in sts.values() if s.ok)
+    pending = sum(1 for s in sts.values() if to_rerun(s))
+    failed = len(plan.runs) - done - pending  # a verdict other than ok (or an unknown one)
+    killed = sum(1 for s in sts.values() if s.kind in RESUMED)
+    corrupt = sum(1 for s in sts.values() if s.kind == CORRUPT)
     est, est_txt = estimate(plan, sts)
     for w in plan.warnings:
         out.write(f"warning: {w}\n")
     jobs = default_jobs(spec.target)
     out.write(f"sweep {spec.name} (target {spec.target}): {len(plan.points)} points -> "
               f"{len(plan.runs)} runs ({plan.shared} points shared by dedupe)\n")
-    again = f" ({killed} of them killed before finishing)" if killed else ""
+    notes = [f"{killed} of them killed before finishing"] if killed else []
+    notes += [f"{corrupt} of them with damaged files"] if corrupt else []
+    again = f" ({'; '.join(notes)})" if notes else ""
     out.write(f"  done {done}, failed {failed}, to run {pending}{again}\n")
     par = f"; about {fmt_s(est / jobs)} with -j {jobs}" if est else ""
     out.write(f"  estimated cost: {est_txt}{par}\n")
@@ -228,14 +227,16 @@ def print_plan(spec: Spec, plan: Plan, results: Path, out: TextIO = sys.stdout) 
 
 
 def _select(plan: Plan, runs_dir: Path, opts: Options) -> list[Run]:
-    todo = []
-    sts = statuses(plan, runs_dir)
-    for rid, r in plan.runs.items():
-        st = sts[rid]
-        if st is None or opts.force or st.get("status") in RESUMED or (
-                opts.retry_failed and st.get("status") != "ok"):
-            todo.append(r)
-    return todo
+    sts = states(plan, runs_dir)
+    return [r for rid, r in plan.runs.items()
+            if opts.force or to_rerun(sts[rid], opts.retry_failed)]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 def _prepare(todo: list[Run], runs_dir: Path, spec: Spec, opts: Options) -> list[Path]:
@@ -248,11 +249,14 @@ def _prepare(todo: list[Run], runs_dir: Path, spec: Spec, opts: Options) -> list
     dirs = []
     for r in todo:
         d = runs_dir / r.id
+        if d.exists() and not d.is_dir():
+            raise SpecError(f"{d}: a file where the run's folder belongs (remove it to run "
+                            "the run)")
         d.mkdir(parents=True, exist_ok=True)
         st = d / "status.json"
         if st.exists():  # --force / --retry-failed: keep the old verdict next to it
             os.replace(st, d / "status.prev.json")
-        if not (d / "run.json").exists():
+        if _read_json(d / "run.json") != r.run_json:  # missing or damaged: the plan's
             write_json_atomic(d / "run.json", r.run_json)
         summary = " ".join(f"{k}={v}" for k, v in r.axes.items() if v is not None)
         write_text_atomic(d / "cmd.sh", render(env, "run.sh.j2", run=r.run_json,
@@ -321,7 +325,7 @@ def _execute(plan: Plan, dirs: list[Path], folder: Path, opts: Options) -> bool:
     """Run the prepared folders; True when interrupted. Expected costs order the local ETA;
     batch job ids go into provenance.json even when the run is interrupted."""
     ex = make_executor(plan.spec, folder, opts)
-    known = run_costs(plan, statuses(plan, folder / "runs"))
+    known = run_costs(plan, states(plan, folder / "runs"))
     mean = [c for c in known.values() if c is not None]
     fill = sum(mean) / len(mean) if mean else 1.0
     try:
@@ -352,6 +356,8 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
                       "host": os.uname().nodename, "slurm_jobs": []}
         _sweep_files(spec, text, full, folder, opts, invocation)
         todo = _select(plan, runs_dir, opts)
+        for w in plan.warnings:
+            out.write(f"warning: {w}\n")
         out.write(f"sweep {spec.name}: {len(plan.points)} points, {len(plan.runs)} runs, "
                   f"{len(plan.runs) - len(todo)} already done, {len(todo)} to run\n")
         out.flush()
@@ -362,7 +368,7 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
                 _references(todo, folder, opts, out)
             interrupted = _execute(plan, dirs, folder, opts)
         out.write(f"\nsweep {spec.name}: summary ({folder})\n")
-        bad = summary_table(statuses(plan, runs_dir), out)
+        bad = summary(states(plan, runs_dir), out)
     if interrupted:
         return 130
     return 1 if bad else 0
@@ -375,5 +381,5 @@ def status_sweep(spec_arg: str, results: Path, out: TextIO = sys.stdout,
     for w in plan.warnings:
         out.write(f"warning: {w}\n")
     out.write(f"sweep {spec.name}: {len(plan.points)} points, {len(plan.runs)} runs ({folder})\n")
-    bad = summary_table(statuses(plan, folder / "runs"), out)
+    bad = summary(states(plan, folder / "runs"), out)
     return 1 if bad else 0

@@ -27,6 +27,7 @@ from system.model import Uarch
 from system.resolved import ResolvedSystem, resolve
 from vecscale.vocab import workload_dir
 from workloads import kernels as registry
+from workloads.models import load_models
 
 #: the axes of a run.json, in the order they are written
 RUN_AXES = tuple(dict.fromkeys(("uarch", "vlen", "lanes", "timing_model", *AXIS_NAMES)))
@@ -63,6 +64,8 @@ class Inputs:
     patches_sha: str | None = None
     uarchs: dict[str, Uarch] = field(default_factory=dict)
     systems: dict[tuple[str, int, int], ResolvedSystem] = field(default_factory=dict)
+    #: what the plan says about itself (a value lowered to what the problem has), once each
+    notes: dict[str, None] = field(default_factory=dict)
 
 
 def point_matches(point: dict[str, Any], flt: dict[str, Any]) -> bool:
@@ -159,6 +162,22 @@ def _system(point: dict[str, Any], inputs: Inputs, shown: str) -> ResolvedSystem
     return system
 
 
+def _check_args(axes: dict[str, Any], k: registry.Kernel, spec: Spec, inputs: Inputs,
+                shown: str) -> None:
+    """The workload arguments a run gets, checked against the ranges its workload accepts
+    (workloads/kernels.py); a value the workload lowers to what the problem has (q8's
+    max_rows beyond the layer) is lowered here too, so the run is labelled with what runs."""
+    problem = registry.arg_problem(axes)
+    if problem is not None:
+        axis, why = problem
+        i = list(getattr(spec.axes, axis)).index(axes[axis])
+        raise SpecError(f"{shown}: axes.{axis}.{i}: {why}")
+    for axis, (value, what) in k.family.lowered(axes, load_models()[axes["model"]]).items():
+        inputs.notes[f"axes.{axis}: {axes[axis]} is more than {what}: those runs compute "
+                     f"(and are labelled) {value}"] = None
+        axes[axis] = value
+
+
 def run_of(point: dict[str, Any], spec: Spec, inputs: Inputs, shown: str,
            qemu_vlen: int) -> RunJson:
     """The run.json (with its id) that answers a point: the point's axes a kernel ignores
@@ -175,6 +194,7 @@ def run_of(point: dict[str, Any], spec: Spec, inputs: Inputs, shown: str,
             if inputs.uarchs[point["uarch"]].ignores_lanes:
                 used.discard("lanes")
     axes = {a: (point.get(a) if a in used else None) for a in RUN_AXES}
+    _check_args(axes, k, spec, inputs, shown)
     gem5 = spec.target == "gem5"
     try:  # one binary per kernel family and precision
         binary = k.binary_for(axes.get("precision") or "fp32")
@@ -207,5 +227,6 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
                                        run["axes"]["phase"])
     if not plan.points:
         raise SpecError(f"{shown}: exclude/include_only: the filters leave no point to run")
+    plan.warnings += [f"{shown}: {n}" for n in inputs.notes]
     hashes.save()
     return plan

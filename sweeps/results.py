@@ -8,9 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from typing import TYPE_CHECKING, Any, TextIO
-
-from vecscale.vocab import RESUMED, STATUSES
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -136,33 +134,3 @@ class SweepLock:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-
-def collect_statuses(runs_dir: Path, ids: list[str]) -> dict[str, dict[str, Any] | None]:
-    return {rid: read_status(runs_dir / rid) for rid in ids}
-
-
-def summary_table(statuses: dict[str, dict[str, Any] | None], out: TextIO,
-                  max_failed: int = 25) -> int:
-    """Print counts per status and the failed runs; returns the number not ok."""
-    from collections import Counter
-
-    counts = Counter((st or {}).get("status", "missing") for st in statuses.values())
-    width = max(len(s) for s in (*STATUSES, "missing"))
-    out.write(f"{'status':<{width}}  runs\n")
-    for s in (*STATUSES, "missing"):
-        if counts.get(s):
-            out.write(f"{s:<{width}}  {counts[s]}\n")
-    out.write(f"{'total':<{width}}  {sum(counts.values())}\n")
-    bad = [(rid, st) for rid, st in statuses.items() if not st or st.get("status") != "ok"]
-    for rid, st in bad[:max_failed]:
-        if st:
-            cause = " ".join(str(st.get("cause", "")).split())[:160]
-            again = " (not a result: a plain `run` reruns it)" if st["status"] in RESUMED \
-                else ""
-            out.write(f"  {rid}  {st['status']}: {cause}{again}\n")
-        else:
-            out.write(f"  {rid}  missing: not run yet\n")
-    if len(bad) > max_failed:
-        out.write(f"  ... and {len(bad) - max_failed} more\n")
-    return len(bad)

@@ -19,11 +19,7 @@ from pathlib import Path
 from system.loader import UarchError, display, list_uarchs, load_uarch
 from system.model import SCHEMA_DIR, export_schema
 from system.resolved import resolve
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+from vecscale.cmdline import OneLineParser, folder_problem, os_error_line
 
 
 def _int_arg(text: str) -> int:
@@ -40,8 +36,8 @@ def _lanes_arg(text: str) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m system", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="python -m system", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     p_check = sub.add_parser("check", help="validate uarch YAML files")
     p_check.add_argument("files", nargs="+")
     p_res = sub.add_parser("resolve", help="print the resolved system of one point as JSON")
@@ -73,7 +69,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(system, indent=2))
         return 0
     if args.cmd == "export-schema":
-        out = export_schema(Path(args.out_dir) if args.out_dir else SCHEMA_DIR)
+        out_dir = Path(args.out_dir) if args.out_dir else SCHEMA_DIR
+        if problem := folder_problem(out_dir):
+            print(f"export-schema: {problem} (expected a folder for uarch.schema.json)",
+                  file=sys.stderr)
+            return 2
+        try:
+            out = export_schema(out_dir)
+        except OSError as e:
+            print(os_error_line(e), file=sys.stderr)
+            return 2
         print(f"wrote {display(out)}")
         return 0
     if args.cmd == "list":

@@ -48,6 +48,8 @@ def _find(name_or_path: str | Path, directory: Path) -> Path:
     if looks_like_path:
         if candidate.is_file():
             return candidate
+        if candidate.is_dir():
+            raise UarchError(f"{text}: a folder, not a uarch file")
         available = ", ".join(list_uarchs(directory)) or "none"
         raise UarchError(f"{text}: file not found (uarchs in {display(directory)}: {available})")
     path = Path(directory) / f"{text}.yaml"
@@ -109,9 +111,49 @@ def _raw_with_parents(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]
     return _deep_merge(merged_parent, data)
 
 
+#: gem5's cache line (the board's cache_line_size): a cache has size / (line x assoc) sets
+CACHE_LINE = 64
+#: the smallest simulated memory a uarch may give: gem5 SE maps the workload's code, stack
+#: and buffers into it (a 1-byte memory fails only inside gem5, run after run)
+MEMORY_MIN = 64 << 20
+_UNITS = {"B": 1, "KiB": 1 << 10, "kB": 1 << 10, "MiB": 1 << 20, "MB": 1 << 20,
+          "GiB": 1 << 30, "GB": 1 << 30}  # gem5's toMemorySize: every prefix is binary
+
+
+def size_bytes(text: str) -> int:
+    """Bytes of a gem5 size string the model accepted ("64KiB")."""
+    digits = text.rstrip("BKMGiIkb")
+    return int(digits) * _UNITS[text[len(digits):]]
+
+
+def check_sizes(u: Uarch, shown: str) -> None:
+    """Cache and memory sizes gem5 can build and that make sense together: every cache a
+    power-of-two number of whole sets (gem5 stops otherwise), an L2 no smaller than either
+    L1, a memory of at least MEMORY_MIN."""
+    caches = {"l1i": u.caches.l1i, "l1d": u.caches.l1d, "l2": u.caches.l2}
+    for name, c in caches.items():
+        size, way = size_bytes(c.size), CACHE_LINE * c.assoc
+        sets = size // way
+        if size % way or sets & (sets - 1) or not sets:
+            raise UarchError(
+                f"{shown}: caches.{name}.size: {c.size} with assoc {c.assoc} is "
+                f"{size / way:g} sets of {c.assoc} x {CACHE_LINE} B lines; gem5 needs a "
+                "whole power-of-two number of sets")
+    for l1 in ("l1d", "l1i"):
+        if size_bytes(u.caches.l2.size) < size_bytes(caches[l1].size):
+            raise UarchError(f"{shown}: caches.l2.size: {u.caches.l2.size} is smaller than "
+                             f"caches.{l1}.size {caches[l1].size}")
+    if size_bytes(u.memory.size) < MEMORY_MIN:
+        raise UarchError(f"{shown}: memory.size: {u.memory.size} is below the "
+                         f"{MEMORY_MIN >> 20}MiB a workload needs (its code, stack and "
+                         "buffers; the shipped uarchs have 1GiB)")
+
+
 def check_cross_keys(u: Uarch, shown: str, stem: str) -> None:
     """What the model cannot check one key at a time: the name is the file's, lanes_model
-    only with (and always with) the lanes model, lanes no wider than the smallest VLEN."""
+    only with (and always with) the lanes model, lanes no wider than the smallest VLEN,
+    cache and memory sizes (check_sizes)."""
+    check_sizes(u, shown)
     if u.name != stem:
         raise UarchError(f"{shown}: name: {u.name!r} must equal the file name stem {stem!r}")
     if u.timing_model == "lanes" and u.lanes_model is None:

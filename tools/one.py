@@ -26,6 +26,7 @@ from sweeps.spec import stack_shift_problem
 from system.gem5check import Gem5Error, check
 from system.loader import UarchError, load_uarch
 from system.resolved import ResolvedSystem, resolve
+from vecscale.cmdline import OneLineParser, folder_problem
 from vecscale.vocab import REPO, gem5_config, workload_dir
 from workloads.kernels import kernel
 
@@ -37,7 +38,7 @@ class BadInput(ValueError):
 def parse(argv: list[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
-    ap = argparse.ArgumentParser(prog="python -m tools.one", description=__doc__.split("\n")[0],
+    ap = OneLineParser(prog="python -m tools.one", description=__doc__.split("\n")[0],
                                  usage="%(prog)s UARCH VLEN LANES [options] -- WORKLOAD ARGS")
     ap.add_argument("uarch")
     ap.add_argument("vlen", type=int)
@@ -101,6 +102,8 @@ def _binary(ns: argparse.Namespace) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
     try:
+        if problem := folder_problem(ns.results):
+            raise BadInput(f"--results {ns.results}: {problem}")
         system, gem5 = _point(ns)
         binary = _binary(ns)
     except BadInput as e:

@@ -18,7 +18,6 @@ lane_bits)) the lanes model's occupancy, and
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import os
@@ -35,6 +34,7 @@ from system.latency import predicted_latency as op_latency
 from system.loader import load_uarch
 from system.resolved import resolve
 from tools.one import simulate
+from vecscale.cmdline import OneLineParser, folder_problem
 from vecscale.vocab import MEM_BYTES_PER_CYCLE, REPO
 
 DATA = Path(REPO) / "configs" / "data"
@@ -152,11 +152,14 @@ def write_table(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.vbench")
+    ap = OneLineParser(prog="python -m tools.vbench")
     ap.add_argument("verb", choices=["table"])
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path, default=DATA)
     ns = ap.parse_args(argv)
+    if problem := folder_problem(ns.out):  # before hours of simulation, not after
+        print(f"error: --out {ns.out}: {problem}", file=sys.stderr)
+        return 2
     try:
         gem5 = find_gem5()
     except Gem5Error as e:

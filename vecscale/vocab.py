@@ -123,6 +123,11 @@ STATUSES: tuple[str, ...] = ("ok", "wrong-result", "gem5-error", "timeout", "kil
 #: plain `run` runs it again; every other status is a verdict that stays until --retry-failed
 RESUMED: frozenset[str] = frozenset({"killed"})
 FAILED: frozenset[str] = frozenset(STATUSES) - {"ok"} - RESUMED
+#: what a planned run can be instead of a verdict: no status.json (or no folder), files that
+#: cannot be read or parsed, a status this version does not know. `vecscale status` and the
+#: report count and name every such run by id (sweeps/states.py, analysis/completeness.py)
+MISSING, CORRUPT, UNKNOWN_STATUS = "missing", "corrupt", "unknown status"
+RUN_PROBLEMS: tuple[str, ...] = (MISSING, CORRUPT, UNKNOWN_STATUS)
 
 # ----------------------------------------------------------------------------- files
 

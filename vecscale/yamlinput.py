@@ -40,18 +40,31 @@ UniqueKeyLoader.add_constructor(
 )
 
 
+#: the largest input file read (a spec or uarch file is a few KiB; /dev/zero is endless)
+MAX_INPUT_BYTES = 16 << 20
+
+
 def read_text(path: Path, shown: str, error: type[Exception], cannot_read_hint: str = "") -> str:
-    """A file's UTF-8 text; `error(one line)` when it cannot be read or is not UTF-8. `shown`
-    is the file name the message starts with."""
+    """A file's UTF-8 text; `error(one line)` when it cannot be read, is not a regular file
+    (a device or pipe would block or never end), is larger than MAX_INPUT_BYTES or is not
+    UTF-8. `shown` is the file name the message starts with."""
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        line = path.read_bytes()[:e.start].count(b"\n") + 1
-        raise error(f"{shown}: line {line}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
-                    f"offset {e.start}); save the file as UTF-8") from None
+        if path.exists() and not (path.is_file() or path.is_dir()):
+            raise error(f"{shown}: not a regular file (a device or a pipe); give a YAML file")
+        with open(path, "rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
     except OSError as e:
         hint = f"; {cannot_read_hint}" if cannot_read_hint else ""
         raise error(f"{shown}: cannot read: {e.strerror or e}{hint}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise error(f"{shown}: larger than {MAX_INPUT_BYTES >> 20} MiB: not an input file of "
+                    "ours")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise error(f"{shown}: line {line}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
+                    f"offset {e.start}); save the file as UTF-8") from None
 
 
 def parse_yaml(text: str, shown: str, error: type[Exception]) -> Any:

@@ -24,22 +24,39 @@ class Tunable:
     axis: str
     flag: str
     kind: type  # int or str
-    choices: tuple[Any, ...] = ()  # allowed values; () = any positive integer
+    choices: tuple[Any, ...] = ()  # allowed values; () = an integer within `bounds`
     doc: str = ""
+    #: an integer option's range as the workload checks it (inclusive; the workload's own
+    #: check must agree: sweeps/tests/test_ranges.py runs both at the edges)
+    bounds: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Range:
+    """A problem argument's range as the workload checks it (inclusive)."""
+
+    axis: str
+    flag: str
+    lo: int
+    hi: int
 
 
 #: every tunable, in the order their flags follow the problem arguments on a workload's
 #: command line (that order is part of a run's id: append new ones at the end)
 TUNABLES: dict[str, Tunable] = {t.axis: t for t in (
-    Tunable("block_r", "--block-r", int, doc="fa-v: query tokens per block"),
-    Tunable("block_c", "--block-c", int, doc="fa-v: keys per block (default: auto)"),
-    Tunable("unroll", "--unroll", int, doc="fa-v blocked regime: heads per unrolled group"),
-    Tunable("r", "--r", int, doc="fa-v packed regime: registers of packed heads"),
+    Tunable("block_r", "--block-r", int, doc="fa-v: query tokens per block",
+            bounds=(1, 65536)),
+    Tunable("block_c", "--block-c", int, doc="fa-v: keys per block (default: auto)",
+            bounds=(1, 65536)),
+    Tunable("unroll", "--unroll", int, doc="fa-v blocked regime: heads per unrolled group",
+            bounds=(1, 8)),
+    Tunable("r", "--r", int, doc="fa-v packed regime: registers of packed heads",
+            bounds=(1, 4)),
     Tunable("lmul", "--lmul", int, (1, 2, 4), "register grouping (default: auto)"),
     Tunable("regime", "--regime", str, ("auto", "blocked", "packed", "rows", "dot", "heads"),
             "fa-v: auto, blocked, packed, rows, dot or heads"),
     Tunable("strip", "--strip", int, doc="fa-v rows regime: query rows per strip "
-                                         "(default: auto)"),
+                                         "(default: auto)", bounds=(1, 65536)),
     Tunable("pack_x", "--pack-x", str, ("row", "once"),
             "q8-packed: repack the x quants per row or once per call"),
     Tunable("split_mac", "--split-mac", str, ("pair", "sext"),
@@ -65,6 +82,14 @@ class Family:
     #: axes would only repeat it (attention points keep proj and max_rows, which their runs
     #: set to null like every axis a kernel ignores)
     drops: tuple[str, ...] = ()
+    #: the integer arguments' ranges as the workload checks them (seed included)
+    ranges: tuple[Range, ...] = ()
+    #: values the workload lowers to what the problem has, from the run's axes and the
+    #: model's shape (models.yaml): {axis: (the value that runs, what limits it)} (q8:
+    #: max_rows to the rows of the layer, as q8_main.c does); the planner labels the run
+    #: with the value that runs
+    lowered: Callable[[Mapping[str, Any], Mapping[str, int]], dict[str, tuple[int, str]]] = \
+        lambda _axes, _shape: {}
 
 
 def _attention_args(axes: Mapping[str, Any]) -> list[str]:
@@ -77,11 +102,33 @@ def _q8_args(axes: Mapping[str, Any]) -> list[str]:
     return ["--proj", axes["proj"], *rows]
 
 
+def q8_layer_rows(shape: Mapping[str, int], proj: str) -> int:
+    """Output rows of a model's linear layer (proj_shape in q8_main.c)."""
+    qd, kvd = shape["heads"] * shape["head_dim"], shape["kv_heads"] * shape["head_dim"]
+    return {"q": qd, "k": kvd, "v": kvd, "o": shape["hidden"], "gate": shape["intermediate"],
+            "up": shape["intermediate"], "down": shape["hidden"]}[proj]
+
+
+def _q8_lowered(axes: Mapping[str, Any], shape: Mapping[str, int]
+                ) -> dict[str, tuple[int, str]]:
+    rows = axes.get("max_rows")
+    if rows is None or axes.get("proj") is None:
+        return {}
+    layer = q8_layer_rows(shape, axes["proj"])
+    what = f"the {layer} rows of {axes['model']}'s {axes['proj']} projection"
+    return {"max_rows": (layer, what)} if rows > layer else {}
+
+
 ATTENTION = Family("attention", ("phase", "precision", "n", "l"), _attention_args,
                    lambda phase: {"phase", "precision", "n" if phase == "prefill" else "l"},
-                   by_hand="attention", reference_kernel="ggml-scalar")
+                   by_hand="attention", reference_kernel="ggml-scalar",
+                   ranges=(Range("n", "--n", 1, 1 << 16), Range("l", "--l", 1, 1 << 20),
+                           Range("seed", "--seed", 0, 2**31 - 1)))
 Q8 = Family("q8", ("proj", "max_rows"), _q8_args, lambda _phase: {"proj", "max_rows"},
-            by_hand="q8", drops=ATTENTION.axes)
+            by_hand="q8", drops=ATTENTION.axes,
+            ranges=(Range("max_rows", "--max-rows", 1, 1 << 30),
+                    Range("seed", "--seed", 0, 2**63 - 1)),
+            lowered=_q8_lowered)
 FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8)}
 
 
@@ -182,6 +229,27 @@ def used_axes(name: str, phase: str | None) -> set[str]:
     if k.vector:
         used |= set(VECTOR_AXES)
     return used
+
+
+def ranges(name: str) -> tuple[Range, ...]:
+    """Every integer argument of a kernel with the range its workload accepts: the family's
+    problem arguments and seed, and the kernel's integer tunables."""
+    k = kernel(name)
+    own = tuple(Range(t, TUNABLES[t].flag, *TUNABLES[t].bounds) for t in k.tunables
+                if TUNABLES[t].bounds is not None)
+    return (*k.family.ranges, *own)
+
+
+def arg_problem(axes: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(axis, one line) for the first value of a run's axes its workload would refuse as out
+    of range, else None (what the planner checks before a run is made)."""
+    k = kernel(axes["kernel"])
+    for r in ranges(k.name):
+        v = axes.get(r.axis)
+        if v is not None and not r.lo <= v <= r.hi:
+            return r.axis, (f"{v} is out of range for {r.flag} of the {k.family.name} "
+                            f"workload (expected {r.lo}..{r.hi})")
+    return None
 
 
 def workload_args(axes: Mapping[str, Any], roi: str) -> list[str]:

@@ -135,6 +135,7 @@ def test_incremental_cache(sweep: Path) -> None:
     # a changed status.json (rerun) is parsed again
     d = sweep / "runs" / "fav-2048-8"
     (d / "stats.txt").write_text(synth.roi_stats_text(3_000_000, 10, filler=False))
+    (d / "result.json").write_text(json.dumps(attn_result("fa-v", 2048)))
     st = json.loads((d / "status.json").read_text())
     st["status"] = "ok"
     (d / "status.json").write_text(json.dumps(st))

@@ -76,8 +76,10 @@ def test_plots_skip_without_data(tmp_path: Path) -> None:
 
 
 def test_report_self_contained(sweep: Path) -> None:
-    out, notes = make_report(sweep)
-    html = out.read_text()
+    rep = make_report(sweep)
+    html = rep.path.read_text()
+    assert not rep.warnings
+    assert "ok 12 of 14 runs found, 1 corrupt: fav-4096-16, 1 failed: fav-2048-8" in html
     assert "<h2>Run status</h2>" in html and "gem5-error" in html
     assert "panic: unknown instruction" in html
     assert "Provenance" in html and "not recorded" in html
@@ -95,7 +97,7 @@ def test_report_self_contained(sweep: Path) -> None:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium;"
                                              " listed in make setup)")
 def test_report_renders_in_headless_chromium(sweep: Path, tmp_path: Path) -> None:
-    out, _ = make_report(sweep)
+    out = make_report(sweep).path
     html = out.read_text()
     # Count the images that decoded (naturalWidth > 0) once the page has loaded.
     probe = ("<script>window.addEventListener('load',function(){var n=0,t=0;"
@@ -187,7 +189,7 @@ def test_report_survives_a_non_utf8_file_in_the_first_run(sweep: Path, name: str
     still written, and that run is reported not usable, with its file named."""
     first = sorted((sweep / "runs").iterdir())[0]
     (first / name).write_bytes(b"\xff\xfe\x00 not text")
-    out, _ = make_report(sweep, use_cache=False)
+    out = make_report(sweep, use_cache=False).path
     assert out.exists()
     df = collect(sweep, use_cache=False).df
     row = df[df["id"] == first.name].iloc[0]

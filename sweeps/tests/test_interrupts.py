@@ -172,3 +172,70 @@ def test_sigterm_stops_like_ctrl_c_even_with_sigint_ignored(fakes: Fakes) -> Non
     assert p.returncode == 130, out + err
     got = by_seed(fakes.statuses("term"))
     assert got == {(1, False): "ok", (14, False): "killed"}
+
+
+#: kill -9 of the driver in the middle of one sweep, resumed after each (issue 19 saw 17)
+KILLS = 6
+#: the kills each test of this module makes (sweeps/README.md's fault table counts them;
+#: sweeps/tests/faults.py checks that every test here is listed)
+KILLS_BY_TEST: dict[str, tuple[str, int]] = {
+    "test_kill9_driver_then_resume": ("kill -9 of the driver", 1),
+    "test_repeated_kill9_loses_and_redoes_nothing": ("kill -9 of the driver", KILLS),
+    "test_kill9_runner_takes_its_target_along": ("kill -9 of a runner", 1),
+    "test_ctrl_c_marks_running_runs_killed": ("Ctrl-C or SIGTERM of the driver", 1),
+    "test_sigterm_stops_like_ctrl_c_even_with_sigint_ignored":
+        ("Ctrl-C or SIGTERM of the driver", 1),
+    "test_lock_held_gives_clear_message": ("a second driver on the same sweep", 1),
+}
+
+
+def test_repeated_kill9_loses_and_redoes_nothing(fakes: Fakes) -> None:
+    """A sweep killed hard KILLS times, resumed by a plain `run` after each: no run outlives
+    its driver, no finished run is lost or run again, and the last `run` completes it."""
+    fakes.env["FAKE_SLEEP"] = "0.3"
+    pids = fakes.root / "pids"
+    pids.mkdir()
+    fakes.env["FAKE_PIDS"] = str(pids)
+    seeds = [s for s in range(1, 4 * KILLS + 4) if s not in (13, 14, 15)]
+    spec = fakes.spec("kills", axes=attn(seed=seeds))
+    runs = fakes.results / "kills" / "runs"
+    finished: dict[int, tuple[int, int]] = {}  # seed -> (status.json mtime, calls then)
+
+    def seed_calls(seed: int) -> int:
+        return sum(1 for c in fakes.calls() if f"--seed {seed} " in c)
+
+    for _ in range(KILLS):
+        p = fakes.popen("run", str(spec), "--results", str(fakes.results), "-j", "2")
+        deadline = time.monotonic() + 60
+        while len(list(runs.glob("*/status.json"))) < len(finished) + 2 \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        procs = {pid for pair in started_pids(pids).values() for pid in pair}
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in procs if alive(pid)], "runs outlived their driver"
+        got = {s: st for (s, _), st in by_seed(fakes.statuses("kills")).items()}
+        assert set(got.values()) <= {"ok", "killed"}, got
+        for seed, (mtime, _) in finished.items():  # still there, untouched
+            assert got.get(seed) == "ok" and _mtime(runs, fakes, seed) == mtime, (seed, got)
+        for seed, st in got.items():
+            if st == "ok" and seed not in finished:
+                finished[seed] = (_mtime(runs, fakes, seed), seed_calls(seed))
+    assert len(finished) < len(seeds)  # the kills came before the end
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "-j", "2")
+    assert r.returncode == 0 and f"ok {len(seeds)} of {len(seeds)}" in r.stdout, r.stdout
+    for seed, (mtime, calls) in finished.items():
+        assert _mtime(runs, fakes, seed) == mtime and seed_calls(seed) == calls
+    assert not list((fakes.results / "kills").rglob("*.tmp"))
+
+
+def _id_of(fakes: Fakes, seed: int) -> str:
+    return next(rid for rid, v in fakes.statuses("kills").items()
+                if f"--seed {seed} " in " ".join(v["run"]["workload"]["args"]) + " ")
+
+
+def _mtime(runs: Path, fakes: Fakes, seed: int) -> int:
+    return (runs / _id_of(fakes, seed) / "status.json").stat().st_mtime_ns

@@ -54,6 +54,14 @@ def _lanes_model_with(change) -> Any:
     return f
 
 
+def _sizes(**sizes: str):
+    def f(d: dict[str, Any]) -> None:
+        for cache, size in sizes.items():
+            d["caches"][cache]["size"] = size
+
+    return f
+
+
 MALFORMED: list[tuple[str, Any, str]] = [
     ("unknown-top-key", _set(3, "vlen_max"), "vlen_max: unknown key"),
     ("unknown-nested-key", _set(2, "caches", "l1i", "latency"), "caches.l1i.latency: unknown"),
@@ -125,6 +133,23 @@ MALFORMED: list[tuple[str, Any, str]] = [
         "op_latency.SimdFloatAdd: timing_model lanes times this class from lanes_model",
     ),
     ("extends-unknown", _set("no-such-parent", "extends"), "extends:"),
+    # sizes gem5 cannot build, or that make no sense together (issue 19)
+    ("l2-smaller-than-l1d", _set("32KiB", "caches", "l2", "size"),
+     "caches.l2.size: 32KiB is smaller than caches.l1d.size 64KiB"),
+    ("l2-smaller-than-l1i", _sizes(l1d="16KiB", l2="32KiB"),
+     "caches.l2.size: 32KiB is smaller than caches.l1i.size 64KiB"),
+    ("memory-one-byte", _set("1B", "memory", "size"),
+     "memory.size: 1B is below the 64MiB a workload needs"),
+    ("memory-small", _set("63MiB", "memory", "size"), "memory.size: 63MiB is below"),
+    ("l1d-sets-not-pow2", _set("48KiB", "caches", "l1d", "size"),
+     "caches.l1d.size: 48KiB with assoc 8 is 96 sets of 8 x 64 B lines; gem5 needs a whole "
+     "power-of-two number of sets"),
+    ("l2-assoc-not-pow2", _set(12, "caches", "l2", "assoc"),
+     "caches.l2.size: 1MiB with assoc 12 is 1365.33 sets"),
+    ("l1i-smaller-than-a-set", _set("256B", "caches", "l1i", "size"),
+     "caches.l1i.size: 256B with assoc 8 is 0.5 sets"),
+    ("l1d-bytes-not-lines", _set("65600B", "caches", "l1d", "size"),
+     "caches.l1d.size: 65600B with assoc 8 is 128.125 sets"),
 ]
 
 
@@ -141,21 +166,22 @@ def test_malformed_yaml(tmp_path: Path, case: str, mutate: Any, expected: str) -
     assert expected in msg, msg
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("name: broken\nvlen: {min: 512, max: 8192\nlanes: 3\n", "YAML syntax error at line"),
-        ("name: broken\n  bad: indent\n", "YAML syntax error at line 2"),
-        ("", "empty file"),
-        ("- 1\n- 2\n", "top level: expected a mapping"),
-        ("just a string\n", "top level: expected a mapping"),
-        ("1: one\n", "1: keys must be strings"),
-        ("name: broken\nclock: 2GHz\nclock: 1GHz\n", "line 3, column 1: duplicate key 'clock'"),
-        ("name: broken\ncaches:\n  l1i: {size: 1KiB, size: 2KiB}\n", "duplicate key 'size'"),
-        ("name: broken\nvlen: [unclosed\n", "YAML syntax error at line"),
-        ("name: broken\n\tclock: 2GHz\n", "YAML syntax error at line 2"),
-    ],
-)
+#: (file text, what the one line must contain)
+MALFORMED_TEXT: list[tuple[str, str]] = [
+    ("name: broken\nvlen: {min: 512, max: 8192\nlanes: 3\n", "YAML syntax error at line"),
+    ("name: broken\n  bad: indent\n", "YAML syntax error at line 2"),
+    ("", "empty file"),
+    ("- 1\n- 2\n", "top level: expected a mapping"),
+    ("just a string\n", "top level: expected a mapping"),
+    ("1: one\n", "1: keys must be strings"),
+    ("name: broken\nclock: 2GHz\nclock: 1GHz\n", "line 3, column 1: duplicate key 'clock'"),
+    ("name: broken\ncaches:\n  l1i: {size: 1KiB, size: 2KiB}\n", "duplicate key 'size'"),
+    ("name: broken\nvlen: [unclosed\n", "YAML syntax error at line"),
+    ("name: broken\n\tclock: 2GHz\n", "YAML syntax error at line 2"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MALFORMED_TEXT)
 def test_malformed_text(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text(text)
