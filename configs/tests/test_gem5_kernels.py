@@ -98,6 +98,7 @@ def test_cycles_do_not_depend_on_the_command_lines_length(gem5: dict, tmp_path) 
     ("dot", ["--phase", "decode", "--l", "200"]),
     ("blocked", ["--phase", "prefill", "--n", "40"]),
     ("packed", ["--phase", "decode", "--l", "200"]),  # 4096 and 8192 bit; 2048 runs blocked
+    ("heads", ["--phase", "decode", "--l", "200"]),
 ])
 def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: list[str],
                                      vlen: int) -> None:
@@ -113,7 +114,28 @@ def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: l
     rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
     ran = "blocked" if regime == "packed" and vlen == 2048 else regime  # VLMAX = D there
     assert rec["pass"] is True and rec["regime"] == ran and rec["vlen"] == vlen
-    if regime == "rows":  # LMUL: the smallest whose VLMAX holds a strip of 128 rows
-        assert rec["vlmax"] == max(128, vlen // 32) and rec["strip"] == 128
+    if regime == "rows":  # LMUL: the smallest whose VLMAX holds a strip of 128 rows; from
+        # 4096 bit tile transposes and strips of VLMAX rows (up to 256)
+        assert rec["vlmax"] == max(128, vlen // 32) and rec["strip"] == min(256, vlen // 32
+                                                                             if vlen >= 4096
+                                                                             else 128)
+        assert rec["transpose"] == ("tile" if vlen >= 4096 else "strided")
     else:
         assert rec["vlmax"] == vlen // 32  # LMUL 1: D = 64 fits from 2048 bits on
+
+
+@pytest.mark.parametrize("vlen", [1024, 8192])
+def test_fav_heads_wide_heads(gem5: dict, tmp_path, vlen: int) -> None:
+    """The heads regime with D = 128 over two key blocks: a head over four registers (1024
+    bit) and two heads per register (8192 bit). An earlier version, with the division by the
+    row sums in a pass of its own after the key loop, gave one head wrong values here in
+    gem5 (not under QEMU); its self-check caught it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.one", "paper-fixed", str(vlen), "none", "--results",
+         str(tmp_path), "--", "--kernel", "fa-v", "--model", "qwen2.5-3b", "--phase",
+         "decode", "--l", "128", "--regime", "heads"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True and rec["regime"] == "heads" and rec["vlen"] == vlen

@@ -26,19 +26,19 @@ def check(args: list[str], vlen: int = 256, binary: str = "attention") -> dict:
 def auto_choice(model: str, phase: str, n_q: int, vlen: int) -> tuple[str, int, int]:
     """What --regime auto and --lmul auto must pick (workloads/README.md): rows when a kv
     head has >= 64 query rows, with the smallest LMUL whose VLMAX holds a 128-row strip
-    (strips of 128 rows, 64 when D > 64 at LMUL > 1);
-    else packed for MHA when D divides a VLMAX longer than D; else blocked; outside rows
-    the smallest LMUL whose VLMAX holds D (else 4). Returns (regime, lmul, strip)."""
+    (strips of 128 rows, 64 when D > 64 at LMUL > 1, never more than a kv head's rows;
+    QEMU's VLEN never reaches the 4096 bit where tiles and 256-row strips start);
+    else heads for MHA when a register (LMUL 1) holds whole heads; else blocked; outside
+    rows the smallest LMUL whose VLMAX holds D (else 4). Returns (regime, lmul, strip)."""
     m = load_models()[model]
     d, group = m["head_dim"], m["heads"] // m["kv_heads"]
     if n_q * group >= 64:
         lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= 128), 4)
-        strip = 64 if d > 64 and lmul > 1 else 128
+        strip = min(64 if d > 64 and lmul > 1 else 128, n_q * group)
         return "rows", lmul, min(strip, vlen * lmul // 32)
+    if group == 1 and vlen // 32 >= d:
+        return "heads", 1, 0
     lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= d), 4)
-    vlmax = vlen * lmul // 32
-    if group == 1 and vlmax > d and vlmax % d == 0:
-        return "packed", lmul, 0
     return "blocked", lmul, 0
 
 
@@ -285,14 +285,14 @@ def test_fav_tile_transposes(shape: tuple[int, int, int], vlen: int) -> None:
 
 
 @pytest.mark.parametrize("vlen,transpose,tiles", [
-    (512, "auto", False),    # D = 64: 2 rows per tile, strided is cheaper
-    (1024, "auto", True),    # 4 rows per tile
+    (512, "auto", False),    # tiles pay from 4096 bit (gem5): never under QEMU
+    (1024, "auto", False),
     (1024, "strided", False),
     (512, "tile", True),
 ])
 def test_fav_transpose_auto(vlen: int, transpose: str, tiles: bool) -> None:
-    """--transpose auto takes tiles from 4 rows per tile (FAV_TILE_MIN_ROWS); the packed and
-    dot regimes make no transposed copy at all."""
+    """--transpose auto takes tiles only from VLEN 4096 (FAV_TILE_MIN_E); the packed and dot
+    regimes make no transposed copy at all."""
     for regime in ("rows", "blocked"):
         rec = check(["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--n", "20",
                      "--regime", regime, "--transpose", transpose], vlen)

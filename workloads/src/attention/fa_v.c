@@ -13,11 +13,10 @@
 
 #include "attention/fa_v_tile.h"
 
-/* Transposes by tiles in registers (fa_v_tile.h) when a tile holds at least this many rows
- * (with fewer, strided accesses, one micro-op per element in gem5, cost less). */
-#ifndef FAV_TILE_MIN_ROWS
-#define FAV_TILE_MIN_ROWS 4
-#endif
+/* --transpose auto (fav_tiles): tiles in registers (fa_v_tile.h) from this VLMAX at e32,
+ * LMUL 1 (4096 bit), and in the blocked regime only with this many kv heads. */
+#define FAV_TILE_MIN_E 128
+#define FAV_TILE_MIN_KV 8
 
 /* Blocked regime: keys [c0, c1) of every kv head stored transposed, kt[(g*D + d)*BC + j-c0],
  * so that the scores of a strip of keys are unit-stride vector loads. Built once per key
@@ -73,16 +72,16 @@ __attribute__((noinline)) static void fav_transpose_k(const fav_ctx *c, int c0, 
 
 /* --regime auto, from gem5 (sweeps/regimes.yaml: four models, prefill N = 128 and decode
  * L = 512, 512-8192 bit, constant latency; workloads/README.md): rows whenever a kv head
- * has enough query rows to fill a strip (it won every prefill point, by 1.6-2.3x over
- * blocked, and lost every decode point, where a kv head has only G rows); in decode,
- * packed for MHA where D divides a longer VLMAX (Pythia, 4096 and 8192 bit), else blocked
- * (packing's replicated kv rows lost to K^T scores for every GQA model). */
+ * has enough query rows to fill a strip (it won every prefill point, and lost every decode
+ * point, where a kv head has only G rows); in decode, heads for MHA once a register holds
+ * whole heads (Pythia at 2048-8192 bit: no K^T copy, which MHA reuses for one head only;
+ * it beat packed and blocked there), else blocked (K^T scores beat the heads regime's
+ * reduction tree for every GQA model). */
 #define ROWS_AUTO_MIN_ROWS 64
-static int fav_auto_regime(const attn_problem *p, const attn_tunables *t) {
+static int fav_auto_regime(const attn_problem *p) {
     const int D = p->head_dim, G = p->heads / p->kv_heads;
     if (p->n_q * G >= ROWS_AUTO_MIN_ROWS) return FAV_ROWS;
-    const int vm = attn_vlmax_e32(t->lmul ? t->lmul : attn_auto_lmul(D));
-    if (p->kv_heads == p->heads && vm > D && vm % D == 0) return FAV_PACKED;
+    if (G == 1 && attn_vlmax_e32(1) >= D && !(D & (D - 1))) return FAV_HEADS;
     return FAV_BLOCKED;
 }
 
@@ -95,19 +94,32 @@ static int fav_auto_regime(const attn_problem *p, const attn_tunables *t) {
  * 4.07M against 4.47M (workloads/README.md has the whole table). */
 #define ROWS_AUTO_STRIP 128
 #define ROWS_AUTO_STRIP_WIDE_D 64
+/* With tile transposes (4096 bit and up) the strip's transposes cost far less, and a strip
+ * of VLMAX rows up to this wins: 8192 bit, 256 against 128 rows: TinyLlama 2.47M against
+ * 2.79M, Llama 3.2 3.05M / 3.29M, Qwen2.5 3B 2.52M / 2.87M. A strip never exceeds a kv
+ * head's rows (Pythia, MHA: 128 rows at N = 128; 256-row strips of them measured 4.46M
+ * against 4.04M). */
+#define ROWS_AUTO_STRIP_TILED 256
 /* Rows regime, --lmul auto: the vector length that matters is the strip's, not D, so the
  * smallest LMUL whose VLMAX holds a whole auto strip (else 4). */
 static int fav_rows_lmul(void) {
     return attn_vlmax_e32(1) >= ROWS_AUTO_STRIP ? 1 : attn_vlmax_e32(2) >= ROWS_AUTO_STRIP ? 2 : 4;
 }
 
-/* Tile transposes or strided ones (--transpose): auto takes tiles where a tile holds at
- * least FAV_TILE_MIN_ROWS rows; tile takes them wherever D allows. 0, or -1 out of memory. */
-static int fav_tiles(fav_ctx *c) {
+/* Tile transposes or strided ones (--transpose): tile takes them wherever D allows; auto
+ * where they were measured to win (gem5, paper-fixed, workloads/README.md): in the rows
+ * regime once a register holds FAV_TILE_MIN_E e32 elements (TinyLlama prefill N = 128:
+ * 3.14M against 3.38M cycles at 4096 bit, but 4.20M against 3.92M at 2048), in the blocked
+ * regime there and with at least FAV_TILE_MIN_KV kv heads (decode L = 512 at 4096 / 8192
+ * bit: Llama 3.2 1.44M / 1.31M against 1.60M, but TinyLlama 0.86M / 0.81M against 0.80M
+ * and Qwen2.5 3B 0.89M / 0.77M against 0.69M / 0.68M). 0, or -1 out of memory. */
+static int fav_tiles(fav_ctx *c, int blocked) {
     const int tr = fav_tile_rows(c->p->head_dim);
-    c->tile_rows = c->t.transpose == FAV_TRANSPOSE_STRIDED               ? 0
-                   : c->t.transpose == FAV_TRANSPOSE_TILE || tr >= FAV_TILE_MIN_ROWS ? tr
-                                                                                      : 0;
+    const int pays = attn_vlmax_e32(1) >= FAV_TILE_MIN_E &&
+                     (!blocked || c->p->kv_heads >= FAV_TILE_MIN_KV);
+    c->tile_rows = c->t.transpose == FAV_TRANSPOSE_STRIDED ? 0
+                   : c->t.transpose == FAV_TRANSPOSE_TILE || pays ? tr
+                                                                  : 0;
     if (!c->tile_rows) return 0;
     c->tile = malloc((size_t)c->tile_rows * c->p->head_dim * sizeof(float));
     return c->tile ? 0 : -1;
@@ -186,7 +198,7 @@ static int fav_heads_prepare(fav_ctx *c) {
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     const int H = p->heads, D = p->head_dim;
     *c = (fav_ctx){.p = p, .t = *t};
-    if (c->t.regime == FAV_AUTO) c->t.regime = fav_auto_regime(p, t);
+    if (c->t.regime == FAV_AUTO) c->t.regime = fav_auto_regime(p);
     if (c->t.lmul == 0) c->t.lmul = c->t.regime == FAV_ROWS ? fav_rows_lmul() : attn_auto_lmul(D);
     t = &c->t; /* below, the resolved tunables */
     c->vlmax = attn_vlmax_e32(t->lmul);
@@ -208,9 +220,13 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
         /* Key block: its probabilities (block_c x VLMAX fp32) are read once per RD
          * dimensions of O^T, so they should stay in the L1D. */
         if (t->block_c_auto) c->t.block_c = ROWS_AUTO_BLOCK_C;
-        const int want = t->strip > 0                   ? t->strip
-                         : D > 64 && t->lmul > 1 ? ROWS_AUTO_STRIP_WIDE_D
-                                                 : ROWS_AUTO_STRIP;
+        if (fav_tiles(c, 0) != 0) return -1;
+        const int rows = p->n_q * (H / p->kv_heads);
+        int want = t->strip > 0                   ? t->strip
+                   : c->tile_rows                 ? ROWS_AUTO_STRIP_TILED
+                   : D > 64 && t->lmul > 1        ? ROWS_AUTO_STRIP_WIDE_D
+                                                  : ROWS_AUTO_STRIP;
+        if (t->strip == 0 && want > rows) want = rows;
         c->strip = want < c->vlmax ? want : c->vlmax;
         const size_t VLM = (size_t)c->strip;
         c->m = malloc(VLM * sizeof(float));
@@ -219,7 +235,6 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
         c->qt = malloc((size_t)D * VLM * sizeof(float));
         c->acct = malloc((size_t)D * VLM * sizeof(float));
         c->lim = malloc(VLM * sizeof(int));
-        if (fav_tiles(c) != 0) return -1;
         return c->m && c->s && c->sc && c->qt && c->acct && c->lim ? 0 : -1;
     }
     /* Fit the register file (32 registers = 32/LMUL groups): the packed regime keeps four
@@ -238,7 +253,7 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     if (!c->packed) {
         c->kt = malloc((size_t)p->kv_heads * D * t->block_c * sizeof(float));
         if (!c->kt) return -1;
-        if (fav_tiles(c) != 0) return -1;
+        if (fav_tiles(c, 1) != 0) return -1;
     }
     if (c->packed) {
         c->n_regs = (H + c->pack - 1) / c->pack;
