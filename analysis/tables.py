@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import compare, cycles, runs, speedup, studies
+from . import compare, cycles, hardware, runs, speedup, studies
 from .formatting import write_table
 
 #: a builder gets the collected runs and a getter for tables it builds on
@@ -44,6 +44,8 @@ CATALOGUE: tuple[Table, ...] = (
           lambda df, _: compare.paper_comparison(df)),
     Table("targets", "Reproduction targets: measured, met or not",
           lambda _, get: compare.targets_table(get("paper_comparison"))),
+    Table("hardware_comparison", "The paper's BPI-F3 (VLEN 256) ratios beside ours",
+          lambda _, get: hardware.hardware_comparison(get("speedup")), omit_when_empty=True),
     Table("cycle_accounting", "Where the cycles go (instruction mix, vector unit busy share)",
           lambda df, _: cycles.cycle_accounting_table(df)),
     Table("vl_fill", "Vector fill: active bits per arithmetic micro-op against VLEN "

@@ -3,12 +3,13 @@
 Reads a fully resolved run.json (written by the host-side planner, see sweeps/) and builds a
 RISC-V SE-mode system from gem5's standard library: a switchable processor (gem5's atomic
 CPU for set-up and the reference check, a RiscvMinorCPU with RVV at the given VLEN and the
-selected vector timing model from gem5-patches/ for the kernel), private L1 I/D and a shared
-L2, DDR3-1600. The workload's own m5ops delimit the region of interest: switch_cpu to the
-Minor core, reset_stats, the kernel, dump_stats, switch_cpu back; so stats dump 1 is the
-ROI, measured on the Minor core only (caches are warmed by the set-up; the Minor core's
-branch predictor starts cold). At the end it writes workload_exit.json with the simulated
-process's exit code.
+selected vector timing model from gem5-patches/ for the kernel, with the uarch's pipeline
+widths when it gives them), private L1 I/D and a shared L2, the uarch's memory. The
+workload's own m5ops delimit the region of interest: switch_cpu to the Minor core,
+reset_stats, the kernel, dump_stats, switch_cpu back; so stats dump 1 is the ROI, measured
+on the Minor core only (caches are warmed by the set-up; the Minor core's branch predictor
+starts cold). At the end it writes workload_exit.json with the simulated process's exit
+code.
 
 Runs inside gem5's embedded Python: standard library plus m5/gem5 only (no pyyaml); the
 names it shares with the host (memory types, stock latency) come from vecscale/vocab.py,
@@ -17,6 +18,7 @@ which is standard library only too.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -28,6 +30,7 @@ from gem5.components.cachehierarchies.classic.private_l1_shared_l2_cache_hierarc
     PrivateL1SharedL2CacheHierarchy,
 )
 from gem5.components.memory import single_channel
+from gem5.components.memory.memory import ChanneledMemory
 from gem5.components.processors.cpu_types import CPUTypes
 from gem5.components.processors.simple_switchable_processor import (
     SimpleSwitchableProcessor,
@@ -39,6 +42,7 @@ from gem5.simulate.simulator import Simulator
 from m5.objects import (
     MinorDefaultFloatSimdFU,
     MinorDefaultFUPool,
+    MinorDefaultIntFU,
     MinorFUTiming,
 )
 from patch_params import PATCH_PARAMS
@@ -47,8 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 from stack_layout import padded_env  # noqa: E402 (after the path: it imports vecscale)
 
 from vecscale.vocab import (  # noqa: E402
+    ALL_MEMORY_TYPES,
+    CHANNELED_MEMORY_TYPES,
     MEM_BYTES_PER_CYCLE,
     MEMORY_TYPES,
+    MINOR_CORE_PARAMS,
     STOCK_FLOAT_SIMD_LATENCY,
     workload_dir,
 )
@@ -94,13 +101,20 @@ def op_class_names(names: list[str]) -> list[str]:
     return names
 
 
-def fu_pool_for_vector_timing():
-    """Stock Minor FU pool with the FloatSimd FU's pipeline depth cut to 1 cycle.
+def fu_pool_for_vector_timing(int_alus: int | None = None):
+    """Stock Minor FU pool with the FloatSimd FU's pipeline depth cut to 1 cycle, and
+    `int_alus` integer ALUs when given (system.core; stock 2).
 
     The patch can only lengthen an op beyond its FU depth, so the depth is made minimal and
     every class of that FU gets its latency from the timing model (stock 6 if not given).
     """
     pool = MinorDefaultFUPool()
+    if int_alus is not None:
+        # The integer ALUs first, as in the stock pool (Minor issues to the first free FU),
+        # then a new unit of each other stock class: gem5 adopts a list of SimObjects only
+        # when none of them has a parent yet (else the new ones stay orphans and gem5 stops).
+        pool.funcUnits = [MinorDefaultIntFU() for _ in range(int_alus)] + [
+            type(fu)() for fu in pool.funcUnits if not isinstance(fu, MinorDefaultIntFU)]
     for fu in pool.funcUnits:
         if isinstance(fu, MinorDefaultFloatSimdFU):
             fu.opLat = 1
@@ -108,6 +122,37 @@ def fu_pool_for_vector_timing():
             # read); with 0 a dependent waits for the full modelled latency.
             fu.timings = [MinorFUTiming(description="FloatSimd", srcRegsRelativeLats=[0])]
     return pool
+
+
+def configure_pipeline(core, system: dict, path: Path) -> dict | None:
+    """Minor's widths and limits from system.core (None, and nothing set, without one: the
+    stock pipeline, as for every uarch before the key existed)."""
+    pipeline = system.get("core")
+    if pipeline is None:
+        return None
+    if not isinstance(pipeline, dict):
+        fail(f"{path}: system.core: expected an object")
+    try:
+        for key, (param, _stock) in MINOR_CORE_PARAMS.items():
+            setattr(core, param, int(pipeline[key]))
+        int(pipeline["int_alus"])
+    except KeyError as e:
+        fail(f"{path}: system.core.{e.args[0]} missing")
+    except (TypeError, ValueError) as e:
+        fail(f"{path}: system.core: {e}")
+    return pipeline
+
+
+def memory_system(memory: dict, path: Path):
+    """The memory gem5's standard library builds for a memory type (vecscale/vocab.py)."""
+    kind, size = memory.get("type"), memory.get("size")
+    if kind in MEMORY_TYPES:
+        return getattr(single_channel, MEMORY_TYPES[memory["type"]])(size=size)
+    if kind in CHANNELED_MEMORY_TYPES:
+        module, channels = CHANNELED_MEMORY_TYPES[kind]
+        interfaces = importlib.import_module(f"gem5.components.memory.dram_interfaces.{module}")
+        return ChanneledMemory(getattr(interfaces, kind), channels, 64, size=size)
+    fail(f"{path}: system.memory.type: expected one of {sorted(ALL_MEMORY_TYPES)}")
 
 
 def configure_core(core, system: dict, path: Path) -> None:
@@ -121,7 +166,9 @@ def configure_core(core, system: dict, path: Path) -> None:
 
     lat = {c: STOCK_FLOAT_SIMD_LATENCY for c in FLOAT_SIMD_CLASSES}
     lat.update({c: int(v) for c, v in system["op_latency"].items()})
-    core.executeFuncUnits = fu_pool_for_vector_timing()
+    pipeline = configure_pipeline(core, system, path)
+    core.executeFuncUnits = fu_pool_for_vector_timing(
+        None if pipeline is None else pipeline["int_alus"])
     core.vecTimingModel = system["timing_model"]
     core.vecTimingVlen = vlen
     core.vecTimingLanes = int(system.get("lanes") or 1)
@@ -140,12 +187,13 @@ def configure_core(core, system: dict, path: Path) -> None:
         core.vecTimingReducePerLevel = int(model["reduce_per_level"])
         core.vecTimingPermuteCrossLane = int(model["permute_per_lane_hop"])
         core.vecTimingUnitQueue = int(model["queue_depth"])
-        # Vector memory bandwidth is the Minor LSQ's: one cache-line fragment per cycle.
-        line = MEM_BYTES_PER_CYCLE
-        if int(model.get("mem_bytes_per_cycle", line)) != line:
+        # Vector memory bandwidth is the Minor LSQ's: one fragment of its data interface
+        # width (system.core.memory_width, else one cache line) per cycle.
+        width = MEM_BYTES_PER_CYCLE if pipeline is None else pipeline["memory_width"]
+        if int(model.get("mem_bytes_per_cycle", width)) != width:
             fail(
-                f"{path}: system.lanes_model.mem_bytes_per_cycle: only {line} (one cache "
-                "line per cycle, the Minor LSQ's rate) is modelled"
+                f"{path}: system.lanes_model.mem_bytes_per_cycle: only {width} (one LSQ "
+                "transfer of system.core.memory_width bytes per cycle) is modelled"
             )
 
     lsq = system["lsq"]
@@ -158,9 +206,7 @@ def configure_core(core, system: dict, path: Path) -> None:
 def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
     system = run["system"]
     caches = system["caches"]
-    memory = system["memory"]
-    if memory.get("type") not in MEMORY_TYPES:
-        fail(f"{path}: system.memory.type: expected one of {sorted(MEMORY_TYPES)}")
+    memory = memory_system(system["memory"], path)
     processor = SimpleSwitchableProcessor(
         starting_core_type=CPUTypes.ATOMIC,
         switch_core_type=CPUTypes.MINOR,
@@ -178,7 +224,7 @@ def build_board(run: dict, path: Path, binary: Path) -> SimpleBoard:
     board = SimpleBoard(
         clk_freq=system["clock"],
         processor=processor,
-        memory=getattr(single_channel, MEMORY_TYPES[memory["type"]])(size=memory["size"]),
+        memory=memory,
         cache_hierarchy=PrivateL1SharedL2CacheHierarchy(
             l1i_size=caches["l1i"]["size"],
             l1i_assoc=int(caches["l1i"]["assoc"]),

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from system.model import REPO_ROOT, Uarch
-from vecscale.vocab import DEFAULT_LANE_GROUPS
+from vecscale.vocab import DEFAULT_LANE_GROUPS, MEM_BYTES_PER_CYCLE
 from vecscale.yamlinput import first_error, read_yaml
 
 UARCH_DIR: Path = REPO_ROOT / "configs" / "uarch"
@@ -149,11 +149,33 @@ def check_sizes(u: Uarch, shown: str) -> None:
                          "buffers; the shipped uarchs have 1GiB)")
 
 
+def check_core(u: Uarch, shown: str) -> None:
+    """The pipeline limits gem5 accepts and that make sense together (gem5 stops when the
+    memory commit limit exceeds the commit limit), and one vector memory rate: the lanes
+    model's mem_bytes_per_cycle is the LSQ's data interface width, core.memory_width."""
+    core = u.core.resolved() if u.core is not None else None
+    if core is not None:
+        for mem, limit in (("memory_issue_limit", "issue_limit"),
+                           ("memory_commit_limit", "commit_limit")):
+            if core[mem] > core[limit]:
+                stock = "" if getattr(u.core, limit) is not None else " (gem5's stock value)"
+                raise UarchError(f"{shown}: core.{mem}: {core[mem]} is more than "
+                                 f"core.{limit} {core[limit]}{stock}")
+    if u.lanes_model is not None:
+        width = core["memory_width"] if core is not None else MEM_BYTES_PER_CYCLE
+        if u.lanes_model.mem_bytes_per_cycle != width:
+            raise UarchError(
+                f"{shown}: lanes_model.mem_bytes_per_cycle: {u.lanes_model.mem_bytes_per_cycle}"
+                f" differs from core.memory_width {width} (the LSQ's data interface width is "
+                "the only vector memory rate the gem5 side models; set both)")
+
+
 def check_cross_keys(u: Uarch, shown: str, stem: str) -> None:
     """What the model cannot check one key at a time: the name is the file's, lanes_model
     only with (and always with) the lanes model, lanes no wider than the smallest VLEN,
-    cache and memory sizes (check_sizes)."""
+    cache and memory sizes (check_sizes), pipeline limits (check_core)."""
     check_sizes(u, shown)
+    check_core(u, shown)
     if u.name != stem:
         raise UarchError(f"{shown}: name: {u.name!r} must equal the file name stem {stem!r}")
     if u.timing_model == "lanes" and u.lanes_model is None:

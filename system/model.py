@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,12 +23,14 @@ from pydantic import (
 )
 
 from vecscale.vocab import (
+    ALL_MEMORY_TYPES,
     DEFAULT_LANE_GROUPS,
     GEM5_OP_CLASSES,
     LANE_FREE_TIMING_MODELS,
     LANE_GROUPS,
     MEM_BYTES_PER_CYCLE,
-    MEMORY_TYPES,
+    MINOR_CORE_PARAMS,
+    STOCK_INT_ALUS,
     TIMING_MODELS,
 )
 
@@ -119,7 +121,7 @@ class Caches(_Strict):
 
 
 class Memory(_Strict):
-    type: Literal[tuple(MEMORY_TYPES)] = Field(  # type: ignore[valid-type]
+    type: Literal[ALL_MEMORY_TYPES] = Field(  # type: ignore[valid-type]
         description="gem5 DRAM interface class"
     )
     size: StrictStr = Field(pattern=_SIZE_PATTERN)
@@ -149,8 +151,9 @@ class LanesModel(_Strict):
         "(0: issue waits until the unit is free)",
     )
     mem_bytes_per_cycle: StrictInt = Field(
-        description=f"vector memory bytes per cycle; only {MEM_BYTES_PER_CYCLE} (one cache "
-        "line per cycle, the Minor LSQ's rate) is modelled"
+        description="vector memory bytes per cycle: the Minor LSQ's data interface width "
+        f"(core.memory_width, {MEM_BYTES_PER_CYCLE} = one cache line unless the uarch sets "
+        "it), one fragment per cycle; a power of two in 8..64 equal to core.memory_width"
     )
     groups: dict[StrictStr, StrictStr] = Field(
         default_factory=dict,
@@ -177,12 +180,7 @@ class LanesModel(_Strict):
     @field_validator("mem_bytes_per_cycle")
     @classmethod
     def _mem_rate(cls, v: int) -> int:
-        if v != MEM_BYTES_PER_CYCLE:
-            raise ValueError(
-                f"{v}: only {MEM_BYTES_PER_CYCLE} (one cache line per cycle, the Minor LSQ's "
-                "rate) is modelled by the gem5 side"
-            )
-        return v
+        return _memory_width(v)
 
     @field_validator("groups")
     @classmethod
@@ -199,6 +197,57 @@ class LanesModel(_Strict):
                     f"[{op}] unknown class group {group!r} (expected: {', '.join(LANE_GROUPS)})"
                 )
         return v
+
+
+def _memory_width(v: int) -> int:
+    if not is_pow2(v) or not 8 <= v <= MEM_BYTES_PER_CYCLE:
+        raise ValueError(
+            f"{v} must be a power of two in 8..{MEM_BYTES_PER_CYCLE} (the Minor LSQ's data "
+            "interface: at most one cache line per cycle)"
+        )
+    return v
+
+
+def _width(description: str) -> Any:
+    return Field(default=None, ge=1, le=8, description=description)
+
+
+class Core(_Strict):
+    """The Minor pipeline's widths and limits and its integer ALU count. Every key is
+    optional: an unset key keeps gem5's stock value (vecscale.vocab.MINOR_CORE_PARAMS,
+    STOCK_INT_ALUS); a uarch without `core` leaves the whole pipeline stock."""
+
+    decode_width: StrictInt | None = _width("instructions decoded per cycle (decodeInputWidth)")
+    execute_input_width: StrictInt | None = _width(
+        "instructions entering Execute per cycle (executeInputWidth)")
+    issue_limit: StrictInt | None = _width("instructions issued per cycle (executeIssueLimit)")
+    memory_issue_limit: StrictInt | None = _width(
+        "memory instructions issued per cycle (executeMemoryIssueLimit); <= issue_limit")
+    commit_limit: StrictInt | None = _width(
+        "instructions committed per cycle (executeCommitLimit)")
+    memory_commit_limit: StrictInt | None = _width(
+        "memory instructions committed per cycle (executeMemoryCommitLimit); <= commit_limit")
+    memory_width: StrictInt | None = Field(
+        default=None,
+        description="bytes per LSQ transfer (executeMemoryWidth): the LSQ splits accesses "
+        "at this width and sends one fragment per cycle; a power of two in 8..64",
+    )
+    int_alus: StrictInt | None = Field(
+        default=None, ge=1, le=8,
+        description=f"integer ALUs in the FU pool (MinorDefaultIntFU; stock {STOCK_INT_ALUS})",
+    )
+
+    @field_validator("memory_width")
+    @classmethod
+    def _mem_width(cls, v: int | None) -> int | None:
+        return v if v is None else _memory_width(v)
+
+    def resolved(self) -> dict[str, int]:
+        """Every key with its value, gem5's stock value where the file gives none."""
+        out = {k: getattr(self, k) if getattr(self, k) is not None else stock
+               for k, (_, stock) in MINOR_CORE_PARAMS.items()}
+        out["int_alus"] = self.int_alus if self.int_alus is not None else STOCK_INT_ALUS
+        return out
 
 
 class Uarch(_Strict):
@@ -227,6 +276,11 @@ class Uarch(_Strict):
         "MinorCPU FU latency"
     )
     lanes_model: LanesModel | None = None
+    core: Core | None = Field(
+        default=None,
+        description="Minor pipeline widths, limits and integer ALUs (optional; absent: gem5's "
+        "stock MinorCPU, dual issue)",
+    )
     caches: Caches
     memory: Memory
     lsq: Lsq

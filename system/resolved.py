@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+try:
+    from typing import NotRequired
+except ImportError:  # Python 3.10 (pydantic brings typing_extensions)
+    from typing_extensions import NotRequired
+
 from system.loader import UarchError, display
 from system.model import Uarch
 from vecscale.vocab import DEFAULT_LANE_GROUPS, LANE_FREE_TIMING_MODELS, LANE_GROUPS
@@ -27,7 +32,7 @@ class CachesRecord(TypedDict):
 
 
 class MemoryRecord(TypedDict):
-    type: str  # a key of vecscale.vocab.MEMORY_TYPES
+    type: str  # one of vecscale.vocab.ALL_MEMORY_TYPES
     size: str
 
 
@@ -47,6 +52,19 @@ class LanesModelRecord(TypedDict):
     groups: dict[str, str]  # the full op class -> group mapping, overrides applied
 
 
+class CoreRecord(TypedDict):
+    """Every key of vecscale.vocab.MINOR_CORE_PARAMS, and int_alus."""
+
+    decode_width: int
+    execute_input_width: int
+    issue_limit: int
+    memory_issue_limit: int
+    commit_limit: int
+    memory_commit_limit: int
+    memory_width: int  # bytes per LSQ transfer (executeMemoryWidth)
+    int_alus: int
+
+
 class ResolvedSystem(TypedDict):
     uarch: str
     vlen: int
@@ -59,6 +77,9 @@ class ResolvedSystem(TypedDict):
     caches: CachesRecord
     memory: MemoryRecord
     lsq: LsqRecord
+    # only when the uarch has a `core` block, so that the record (and the run id) of a uarch
+    # without one is what it was before the key existed; run.py leaves the pipeline stock
+    core: NotRequired[CoreRecord]
 
 
 #: keys only vector code depends on: left out of a scalar kernel's run identity
@@ -83,7 +104,7 @@ def resolve(uarch: Uarch, vlen: int, lanes: int | None) -> ResolvedSystem:
             "mem_bytes_per_cycle": lm.mem_bytes_per_cycle,
             "groups": dict(sorted({**DEFAULT_LANE_GROUPS, **lm.groups}.items())),
         }
-    return {
+    system: ResolvedSystem = {
         "uarch": uarch.name,
         "vlen": vlen,
         "lanes": lanes,
@@ -96,6 +117,9 @@ def resolve(uarch: Uarch, vlen: int, lanes: int | None) -> ResolvedSystem:
         "memory": uarch.memory.model_dump(),  # type: ignore[typeddict-item]
         "lsq": uarch.lsq.model_dump(),  # type: ignore[typeddict-item]
     }
+    if uarch.core is not None:
+        system["core"] = uarch.core.resolved()  # type: ignore[typeddict-item]
+    return system
 
 
 def identity_view(system: ResolvedSystem, vector: bool) -> dict:

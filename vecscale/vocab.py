@@ -82,9 +82,27 @@ VECTOR_UNIT_CLASSES: frozenset[str] = frozenset(DEFAULT_LANE_GROUPS)
 #: MinorDefaultFloatSimdFU.opLat in gem5 v24.0.0.1: a vector class no op_latency lists
 STOCK_FLOAT_SIMD_LATENCY = 6
 
-#: the only vector memory rate the gem5 side models: one 64-byte cache-line fragment per
-#: cycle, the Minor LSQ's rate
+#: the vector memory rate of a uarch without a `core` block: one 64-byte cache-line
+#: fragment per cycle, the Minor LSQ's rate (its data interface is a cache line wide)
 MEM_BYTES_PER_CYCLE = 64
+
+#: Minor pipeline parameters a uarch's optional `core` block sets: key -> (BaseMinorCPU
+#: parameter, gem5 v24.0.0.1's stock value, src/cpu/minor/BaseMinorCPU.py). A uarch without
+#: `core` leaves them all stock (configs/run.py sets nothing). `memory_width` is
+#: executeMemoryWidth in bytes: the LSQ splits every access at this width and sends one
+#: fragment per cycle, so it is the vector memory rate (stock 0 means the cache line, 64)
+MINOR_CORE_PARAMS: dict[str, tuple[str, int]] = {
+    "decode_width": ("decodeInputWidth", 2),
+    "execute_input_width": ("executeInputWidth", 2),
+    "issue_limit": ("executeIssueLimit", 2),
+    "memory_issue_limit": ("executeMemoryIssueLimit", 1),
+    "commit_limit": ("executeCommitLimit", 2),
+    "memory_commit_limit": ("executeMemoryCommitLimit", 1),
+    "memory_width": ("executeMemoryWidth", MEM_BYTES_PER_CYCLE),
+}
+#: MinorDefaultFUPool's integer ALUs (MinorDefaultIntFU) in gem5 v24.0.0.1; `core.int_alus`
+#: sets their number
+STOCK_INT_ALUS = 2
 
 #: vector timing models of gem5-patches/ (BaseMinorCPU.vecTimingModel)
 TIMING_MODELS: tuple[str, ...] = ("fixed", "vl-scaled", "lanes")
@@ -104,6 +122,16 @@ MEMORY_TYPES: dict[str, str] = {
     "DDR5_6400_4x8": "DIMM_DDR5_6400",
     "DDR5_8400_4x8": "DIMM_DDR5_8400",
 }
+
+#: DRAM interfaces of gem5 v24's standard library that single_channel has no factory for:
+#: name (the interface class) -> (its module under gem5/components/memory/dram_interfaces/,
+#: channels). configs/run.py builds ChanneledMemory(class, channels, 64, size) for them.
+#: LPDDR5-5500 x16: one 16-bit channel, 11 GB/s (gem5 has no LPDDR4/4X interface)
+CHANNELED_MEMORY_TYPES: dict[str, tuple[str, int]] = {
+    "LPDDR5_5500_1x16_BG_BL32": ("lpddr5", 1),
+}
+#: every memory type a uarch file may name
+ALL_MEMORY_TYPES: tuple[str, ...] = (*MEMORY_TYPES, *CHANNELED_MEMORY_TYPES)
 
 #: the simulated stack keeps its 16-byte alignment, so a stack shift moves it by exactly
 #: that many bytes (configs/stack_layout.py)

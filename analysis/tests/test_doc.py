@@ -84,10 +84,20 @@ def test_reference_archive_is_kept() -> None:
     assert REFERENCE in KEPT, "results/reference/README.md is missing"
 
 
+#: a kept folder whose sweep has not run yet says so on a line of its README; its tables
+#: are placeholders until runs.tar.gz is added (and the line removed)
+AWAITING = "<!-- awaiting-runs"
+
+
 @pytest.mark.parametrize("kept", KEPT, ids=[d.name for d in KEPT])
 def test_reference_results_document_is_current(tmp_path: Path, kept: Path) -> None:
     """A kept archive's README.md quotes the committed runs: its tables must be what the
     archive gives today (run `python -m analysis doc results/NAME` after a change)."""
+    awaiting = AWAITING in (kept / "README.md").read_text()
+    if awaiting and not (kept / "runs.tar.gz").exists():
+        pytest.skip(f"results/{kept.name}: sweep not run yet (README marked awaiting-runs)")
+    assert not awaiting, (f"results/{kept.name}: runs.tar.gz is here: remove the "
+                          "awaiting-runs line from its README.md")
     ref = tmp_path / kept.name
     ref.mkdir()
     for name in ("README.md", "runs.tar.gz", "provenance.json", "sweep.yaml"):

@@ -11,11 +11,21 @@ from pathlib import Path
 import pytest
 import yaml
 
-from system.latency import effective_latency, vl_scaled_latency
+from system.latency import (
+    effective_latency,
+    occupancy,
+    predicted_latency,
+    vl_scaled_latency,
+)
 from system.loader import UARCH_DIR, list_uarchs, load_uarch
 from system.model import SCHEMA_DIR, SCHEMA_FILE_NAME, schema_text
 from system.resolved import resolve
-from vecscale.vocab import DEFAULT_LANE_GROUPS, GEM5_OP_CLASSES, MEMORY_TYPES
+from vecscale.vocab import (
+    CHANNELED_MEMORY_TYPES,
+    DEFAULT_LANE_GROUPS,
+    GEM5_OP_CLASSES,
+    MEMORY_TYPES,
+)
 from vecscale.vocab import VECTOR_UNIT_CLASSES as VL_SCALED_CLASSES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,6 +33,9 @@ SHIPPED = list_uarchs()
 PAPER_VLENS = [512, 1024, 2048, 4096, 8192]
 PAPER_LANES = [8, 16, 32, 64]
 REQUIRED = {"paper-fixed", "paper-vl-scaled", "vitruvius-plus"}
+#: uarchs of one real core, not of the paper's design space: they allow that core's VLEN and
+#: lanes only (their own tests below), not the paper's grid
+REAL_CORES = {n for n in SHIPPED if n.startswith("spacemit-x60")}
 
 # The paper's base latencies (PAPER.md, from gem5's O3_ARM_v7a); Simd* ones are VL-scaled.
 PAPER_BASE = {
@@ -49,7 +62,7 @@ def test_loads_and_name_matches_stem(name: str) -> None:
     assert u.source is not None and u.source.resolve() == (UARCH_DIR / f"{name}.yaml").resolve()
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", sorted(set(SHIPPED) - REAL_CORES))
 def test_resolves_on_paper_grid(name: str) -> None:
     u = load_uarch(name)
     for vlen in PAPER_VLENS:
@@ -114,6 +127,63 @@ def test_vitruvius_plus_lanes_model() -> None:
     assert not set(system["op_latency"]) & VL_SCALED_CLASSES
 
 
+#: SpacemiT X60 latencies at e32 m1 measured on a BPI-F3 (LLVM's RISCVSchedSpacemitX60.td,
+#: the numbers configs/uarch/spacemit-x60.yaml cites): vector class -> cycles
+X60_M1_LATENCY = {"SimdFloatAdd": 4, "SimdFloatMult": 4, "SimdFloatMultAcc": 5,
+                  "SimdFloatDiv": 40, "SimdFloatReduceAdd": 15, "SimdMisc": 4, "SimdAdd": 4}
+
+
+def test_spacemit_x60_is_the_bpi_f3_core() -> None:
+    u = load_uarch("spacemit-x60")
+    assert u.points() == [(256, 1), (256, 2)]
+    s = resolve(u, 256, 2)
+    assert (s["timing_model"], s["lane_bits"], s["clock"]) == ("lanes", 128, "1.6GHz")
+    for op, cycles in X60_M1_LATENCY.items():  # an e32 m1 op: 8 elements, one cycle busy
+        assert occupancy(8, 32, 2, 128) == 1
+        assert predicted_latency(s, op, 8) == cycles, op
+    # LMUL 8 is eight micro-ops of one cycle each: the measured 8-cycle vfmacc throughput
+    assert 8 * occupancy(8, 32, 2, 128) == 8
+    assert s["op_latency"]["FloatMultAcc"] == 5 and s["op_latency"]["FloatAdd"] == 4
+    assert s["caches"] == {"l1i": {"size": "32KiB", "assoc": 4},
+                           "l1d": {"size": "32KiB", "assoc": 4},
+                           "l2": {"size": "512KiB", "assoc": 16}}
+    assert s["memory"]["type"] in CHANNELED_MEMORY_TYPES
+    core = s["core"]
+    assert (core["decode_width"], core["issue_limit"], core["int_alus"]) == (2, 2, 2)
+    assert core["memory_width"] == s["lanes_model"]["mem_bytes_per_cycle"] == 16
+    # one 128-bit unit (lanes 1): half the FP throughput, the same m1 latencies
+    s1 = resolve(u, 256, 1)
+    assert occupancy(8, 32, 1, 128) == 2
+    assert predicted_latency(s1, "SimdFloatReduceAdd", 8) == 15
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+#: the sensitivity variants of the X60 (sweeps/bpi-f3.yaml): what each changes, nothing else
+X60_VARIANTS = {
+    "spacemit-x60-1issue": {"core.decode_width": 1, "core.execute_input_width": 1,
+                            "core.issue_limit": 1, "core.commit_limit": 1, "core.int_alus": 1},
+    "spacemit-x60-fastred": {"lanes_model.startup.reduce": 2},
+    "spacemit-x60-ddr3": {"memory.type": "DDR3_1600_8x8"},
+    "spacemit-x60-mem64": {"core.memory_width": 64, "lanes_model.mem_bytes_per_cycle": 64},
+}
+
+
+@pytest.mark.parametrize("name", sorted(X60_VARIANTS))
+def test_spacemit_x60_variants_change_one_thing(name: str) -> None:
+    base = _flat(resolve(load_uarch("spacemit-x60"), 256, 2))
+    variant = _flat(resolve(load_uarch(name), 256, 2))
+    changed = {k: v for k, v in variant.items() if base.get(k) != v}
+    assert changed == {"uarch": name, **X60_VARIANTS[name]}
+    assert set(variant) == set(base)
+    assert REAL_CORES == {"spacemit-x60", *X60_VARIANTS}
+
+
 @pytest.mark.parametrize("name", sorted(REQUIRED))
 def test_same_memory_system_as_paper(name: str) -> None:
     system = resolve(load_uarch(name), 2048, 16)
@@ -128,8 +198,11 @@ def test_shipped_memory_types_are_mapped_by_run_py() -> None:
     every one with gem5's modules stood in)."""
     run_py = (REPO / "configs" / "run.py").read_text()
     assert "getattr(single_channel, MEMORY_TYPES[" in run_py
+    assert "ChanneledMemory(getattr(interfaces, kind)" in run_py
     for name in SHIPPED:
-        assert resolve(load_uarch(name), 1024, 8)["memory"]["type"] in MEMORY_TYPES, name
+        u = load_uarch(name)
+        memory = resolve(u, *u.points()[0])["memory"]["type"]
+        assert memory in MEMORY_TYPES or memory in CHANNELED_MEMORY_TYPES, name
 
 
 @pytest.mark.parametrize("name", SHIPPED)

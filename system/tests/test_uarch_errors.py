@@ -115,7 +115,17 @@ MALFORMED: list[tuple[str, Any, str]] = [
     (
         "lanes-model-mem-rate",
         _lanes_model_with(_set(128, "lanes_model", "mem_bytes_per_cycle")),
-        "lanes_model.mem_bytes_per_cycle: 128: only 64",
+        "lanes_model.mem_bytes_per_cycle: 128 must be a power of two in 8..64",
+    ),
+    (
+        "lanes-model-mem-rate-not-core",
+        _lanes_model_with(_set(16, "lanes_model", "mem_bytes_per_cycle")),
+        "lanes_model.mem_bytes_per_cycle: 16 differs from core.memory_width 64",
+    ),
+    (
+        "lanes-model-mem-rate-vs-core",
+        _lanes_model_with(_set({"memory_width": 16}, "core")),
+        "lanes_model.mem_bytes_per_cycle: 64 differs from core.memory_width 16",
     ),
     (
         "lanes-model-group-untimed-class",
@@ -133,6 +143,24 @@ MALFORMED: list[tuple[str, Any, str]] = [
         "op_latency.SimdFloatAdd: timing_model lanes times this class from lanes_model",
     ),
     ("extends-unknown", _set("no-such-parent", "extends"), "extends:"),
+    # the Minor pipeline (issue 17): one line naming the key
+    ("core-not-mapping", _set(2, "core"), "core: expected a mapping"),
+    ("core-unknown-key", _set({"fetch_width": 2}, "core"), "core.fetch_width: unknown key"),
+    ("core-width-zero", _set({"issue_limit": 0}, "core"), "core.issue_limit:"),
+    ("core-width-big", _set({"decode_width": 9}, "core"), "core.decode_width:"),
+    ("core-width-string", _set({"commit_limit": "2"}, "core"),
+     "core.commit_limit: expected an integer"),
+    ("core-alus-zero", _set({"int_alus": 0}, "core"), "core.int_alus:"),
+    ("core-memory-width-odd", _set({"memory_width": 24}, "core"),
+     "core.memory_width: 24 must be a power of two in 8..64"),
+    ("core-memory-width-big", _set({"memory_width": 128}, "core"),
+     "core.memory_width: 128 must be a power of two in 8..64"),
+    ("core-memory-width-small", _set({"memory_width": 4}, "core"),
+     "core.memory_width: 4 must be a power of two in 8..64"),
+    ("core-memory-issue", _set({"issue_limit": 1, "memory_issue_limit": 2}, "core"),
+     "core.memory_issue_limit: 2 is more than core.issue_limit 1"),
+    ("core-memory-commit", _set({"memory_commit_limit": 3}, "core"),
+     "core.memory_commit_limit: 3 is more than core.commit_limit 2 (gem5's stock value)"),
     # sizes gem5 cannot build, or that make no sense together (issue 19)
     ("l2-smaller-than-l1d", _set("32KiB", "caches", "l2", "size"),
      "caches.l2.size: 32KiB is smaller than caches.l1d.size 64KiB"),
