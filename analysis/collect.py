@@ -33,7 +33,7 @@ from .stats import StatsError, read_text
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 6
+SCHEMA = 7
 
 
 class CollectError(Exception):
@@ -172,6 +172,9 @@ def _result_columns(row: dict[str, Any], axes: dict[str, Any], result: dict[str,
     row["pass"] = result.get("pass") if isinstance(result.get("pass"), bool) else None
     # fa-v: the regime that ran (a packed request where VLMAX <= D runs blocked)
     row["regime_run"] = result.get("regime") if isinstance(result.get("regime"), str) else None
+    # ggml's own kernels: the path ggml ran (one-row, one-row-split-kv, tiled)
+    path = result.get("ggml_path")
+    row["ggml_path"] = path if isinstance(path, str) else None
     kernel = str(pick("kernel", axes, result, default=""))
     row["workload"] = str(result.get("workload") or family_of(kernel))
     row.update(shape_metrics(axes, result))

@@ -1,4 +1,5 @@
-"""The paper's headline numbers beside ours, measured on the same kind of point.
+"""The paper's headline numbers beside ours, measured on the same kind of point, and FA-V
+against current ggml (ggml's own kernel with the path ggml picks; not in the paper).
 
 `paper_comparison(df)` returns one row per headline (../shared/PAPER.md, FlashAttention-V):
 what the paper reports, what this sweep measured at the closest point, and that point. It
@@ -14,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from workloads.kernels import ATTENTION
+from workloads.kernels import ATTENTION, KERNELS, baselines
 
 from .cycles import q8_breakdown_table
 from .select import usable
@@ -29,6 +30,8 @@ PAPER_FIXED_SCALING = {"qwen2.5-3b": "2.5x", "pythia-410m": "peaks at 4096 (3x)"
 PAPER_LANES_4096 = {8: "degrades beyond 1024", 16: "gains up to 4096",
                     32: "gains up to 4096", 64: "2-2.5x"}
 PAPER_Q8 = "packing 28% + reduction 32% (= 60%), MAC 40%"
+#: current ggml: the baseline that is ggml's own kernel with the path ggml picks itself
+CURRENT = [k.name for k in baselines(ATTENTION) if k.ggml_path == "auto"]
 
 
 def _pick(u: pd.DataFrame, **want: Any) -> pd.DataFrame:
@@ -85,8 +88,8 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
 
 def _vs_baselines(a: pd.DataFrame, model: str, uarch: str, n: Any, L: Any
                   ) -> list[dict[str, Any]]:
-    """FA-V against ggml-scalar and ggml-vec at 512 bits on one uarch, per phase at its
-    largest size."""
+    """FA-V against ggml-scalar, ggml-vec and current ggml (ggml-lib-vec) at 512 bits on one
+    uarch, per phase at its largest size."""
     out = []
     ua = a[(a["uarch"] == uarch) | a["uarch"].isna()]
     lanes = 8 if (_pick(ua, kernel="fa-v", vlen=512, lanes=8).shape[0]) else None
@@ -107,6 +110,12 @@ def _vs_baselines(a: pd.DataFrame, model: str, uarch: str, n: Any, L: Any
                         vs_s.get(model, vs_s.get("*", "-")), _ratio(sca, fav), pt))
         out.append(_row(f"{phase}: FA-V vs ggml-vec", model,
                         vs_v.get(model, "-"), _ratio(vec, fav), pt))
+        for cur in CURRENT:  # ggml's own kernel, the path it picks (not in the paper)
+            rows = _pick(p, kernel=cur, vlen=512, lanes=lanes)
+            path = rows["ggml_path"].iloc[0] if len(rows) == 1 and "ggml_path" in rows else None
+            out.append(_row(f"{phase}: FA-V vs {KERNELS[cur].shown}", model, "-",
+                            _ratio(_cycles(p, kernel=cur, vlen=512, lanes=lanes), fav),
+                            f"{pt}, {cur}" + (f" ran {path}" if isinstance(path, str) else "")))
     return out
 
 

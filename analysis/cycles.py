@@ -90,6 +90,16 @@ def q8_breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
+def instruction_mix(u: pd.DataFrame) -> pd.DataFrame:
+    """Committed micro-ops of usable runs (columns ops, vec_uops_*): scalar_ops (every
+    micro-op not of a Simd* class), vector_uops (Simd* but SimdConfig) and vsetvl
+    (SimdConfig)."""
+    cfg = u.get("vec_uops_SimdConfig", pd.Series(0.0, index=u.index)).fillna(0.0)
+    return pd.DataFrame({"scalar_ops": u["ops"] - u["vec_uops_total"],
+                         "vector_uops": u["vec_uops_total"] - cfg, "vsetvl": cfg},
+                        index=u.index)
+
+
 def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
     """Where a run's cycles go, from the committed instruction mix and the patch's stats:
     scalar micro-ops, vector micro-ops and vsetvl (SimdConfig) per run, the core's IPC,
@@ -108,13 +118,10 @@ def cycle_accounting_table(df: pd.DataFrame) -> pd.DataFrame:
     axes = [a for a in axis_columns(df) if a in u.columns and u[a].notna().any()
             and u[a].astype(str).nunique() > 1]
     t = u[axes].copy()
-    cfg = u.get("vec_uops_SimdConfig", pd.Series(0.0, index=u.index)).fillna(0.0)
     cyc = u["cycles"].astype(float)
     t["cycles"] = cyc
     t["ipc"] = u["ops"] / cyc
-    t["scalar_ops"] = u["ops"] - u["vec_uops_total"]
-    t["vector_uops"] = u["vec_uops_total"] - cfg
-    t["vsetvl"] = cfg
+    t = t.join(instruction_mix(u))
     t["scalar_per_vector"] = t["scalar_ops"] / t["vector_uops"].where(t["vector_uops"] > 0)
     busy = u.get("vec_busy_total", pd.Series(math.nan, index=u.index))
     has = u.get("has_vec_timing", pd.Series(False, index=u.index)).fillna(False).astype(bool)

@@ -42,10 +42,12 @@ def status_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def validation_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The workloads' self-checks: pass and max errors, per run that reported them."""
+    """The workloads' self-checks: pass and max errors, per run that reported them (and the
+    path ggml ran, in a sweep with ggml's own kernels)."""
     df = runs_once(df)
-    cols = [c for c in ("id", "target", "status", "kernel", "model", "phase", "vlen", "pass",
-                        "max_abs_err", "max_rel_err") if c in df.columns]
+    path = ["ggml_path"] if "ggml_path" in df.columns and df["ggml_path"].notna().any() else []
+    cols = [c for c in ("id", "target", "status", "kernel", "model", "phase", "vlen", *path,
+                        "pass", "max_abs_err", "max_rel_err") if c in df.columns]
     if df.empty or "pass" not in df.columns:
         return pd.DataFrame(columns=cols)
     t = df[df["pass"].notna()][cols]

@@ -1,9 +1,11 @@
 """Speedups: every attention run against the baseline kernels of the registry (ggml-scalar,
-ggml-vec), the same pivoted per kernel, and VL scaling against the 512-bit run."""
+ggml-vec and current ggml, ggml-lib-vec), the same pivoted per kernel, and VL scaling
+against the 512-bit run."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -37,16 +39,22 @@ def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
         row["cycles"] = r["_row"]["cycles"]
         row["id"] = r["_row"]["id"]
         for b in BASELINES:
-            cols = [a for a in axes + ["workload"]
-                    if a != "kernel" and a not in BASELINE_IGNORES[b]]
-            cands = [c for c in recs if c["kernel"] == b]
-            m = best_match(r, cands, cols)
+            m = baseline_of(r, recs, b, axes)
             row[f"speedup_vs_{b}"] = (m["_row"]["cycles"] / r["_row"]["cycles"]
                                       if m is not None else math.nan)
         out.append(row)
     t = pd.DataFrame(out)
     keys = [a for a in axes if a in t.columns]
     return t.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def baseline_of(r: dict[str, Any], recs: list[dict[str, Any]], baseline: str,
+                axes: list[str]) -> dict[str, Any] | None:
+    """The run of a baseline kernel that run `r` is compared with (records() of usable
+    runs): the most specific one agreeing on every axis but the kernel and those the
+    baseline ignores."""
+    cols = [a for a in axes + ["workload"] if a != "kernel" and a not in BASELINE_IGNORES[baseline]]
+    return best_match(r, [c for c in recs if c["kernel"] == baseline], cols)
 
 
 def speedup_summary(sp: pd.DataFrame, baseline: str = BASELINES[0]) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import compare, cycles, hardware, runs, speedup, studies
+from . import compare, cycles, fidelity, hardware, runs, speedup, studies
 from .formatting import write_table
 
 #: a builder gets the collected runs and a getter for tables it builds on
@@ -34,8 +34,10 @@ CATALOGUE: tuple[Table, ...] = (
           before_figures=True),
     Table("speedup_summary", "Speedup vs ggml-scalar per kernel",
           lambda _, get: speedup.speedup_summary(get("speedup"))),
-    Table("speedup", "Speedup vs ggml-scalar and ggml-vec (cycles ratio)",
-          lambda df, _: speedup.speedup_table(df)),
+    Table("speedup", "Speedup vs ggml-scalar, ggml-vec and current ggml (ggml-lib-vec; "
+          "cycles ratio)", lambda df, _: speedup.speedup_table(df)),
+    Table("vs_ggml", "FA-V vs ggml: the paper's baselines and current ggml (ggml's own "
+          "kernel, the path it picks; cycles ratio)", lambda df, _: fidelity.vs_ggml_table(df)),
     Table("vl_scaling", f"VL scaling vs the {speedup.REF_VLEN}-bit point",
           lambda df, _: speedup.vl_scaling_table(df)),
     Table("q8_breakdown", "Q8_0 cycle breakdown (shares of ROI cycles)",
@@ -46,6 +48,9 @@ CATALOGUE: tuple[Table, ...] = (
           lambda _, get: compare.targets_table(get("paper_comparison"))),
     Table("hardware_comparison", "The paper's BPI-F3 (VLEN 256) ratios beside ours",
           lambda _, get: hardware.hardware_comparison(get("speedup")), omit_when_empty=True),
+    Table("fidelity", "Our ports vs ggml's own kernels: cycles and instruction mix "
+          "(ratio ggml / port; reason for differences over 10%)",
+          lambda df, _: fidelity.fidelity_table(df)),
     Table("cycle_accounting", "Where the cycles go (instruction mix, vector unit busy share)",
           lambda df, _: cycles.cycle_accounting_table(df)),
     Table("vl_fill", "Vector fill: active bits per arithmetic micro-op against VLEN "

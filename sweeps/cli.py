@@ -13,8 +13,8 @@ from sweeps.results import LockHeld
 from sweeps.spec import SpecError
 from vecscale.cmdline import OneLineParser, os_error_line
 
-EPILOG = ("SPEC is a name in sweeps/ (smoke, edge, block-c, paper, qemu-validate, qemu-ci) "
-          "or a path.")
+EPILOG = ("SPEC is a name in sweeps/ (smoke, edge, block-c, paper, ggml, qemu-validate, "
+          "qemu-ci, qemu-ggml, ...) or a path.")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -219,14 +219,23 @@ def build_plan(spec: Spec, shown: str = "spec", hashes: HashCache | None = None,
     plan = Plan(spec)
     inputs = _inputs(spec, shown, hashes, require_inputs, gem5_sha_fallback, plan.warnings)
     qemu_vlen = min(spec.axes.vlen)  # a scalar kernel on qemu runs at the smallest VLEN
+    dropped: dict[tuple[str, str], int] = {}
     for point in points(spec, inputs):
+        if why := registry.kernel(point["kernel"]).cannot_run(point,
+                                                               load_models()[point["model"]]):
+            dropped[(point["kernel"], why)] = dropped.get((point["kernel"], why), 0) + 1
+            continue
         run = run_of(point, spec, inputs, shown, qemu_vlen)
         plan.points.append((point, run["id"]))
         if run["id"] not in plan.runs:
             plan.runs[run["id"]] = Run(run["id"], run["axes"], run, point["kernel"],
                                        run["axes"]["phase"])
+    drops = [f"axes.kernel: {k}: {n} point{'s' if n > 1 else ''} dropped where it cannot "
+             f"run ({why})" for (k, why), n in dropped.items()]
     if not plan.points:
+        if drops:
+            raise SpecError(f"{shown}: no point left to run: {'; '.join(drops)}")
         raise SpecError(f"{shown}: exclude/include_only: the filters leave no point to run")
-    plan.warnings += [f"{shown}: {n}" for n in inputs.notes]
+    plan.warnings += [f"{shown}: {n}" for n in [*inputs.notes, *drops]]
     hashes.save()
     return plan

@@ -145,6 +145,18 @@ class Kernel:
     #: its fp16 kernel's binary (attention-<family>-fp16: fp16 code never changes an fp32
     #: binary, so never an fp32 run's id); None: no fp16 kernel yet
     fp16_binary: str | None = None
+    #: ggml's own kernel (ggml's library, workloads/ggml/README.md): the path it asks ggml
+    #: for ("auto": ggml's own choice, "one-row", "tiled"); None: our code, in the family's
+    #: by-hand binary
+    ggml_path: str | None = None
+    #: ggml's own kernel: our kernel that ports it (the fidelity table's pairs)
+    port: str | None = None
+    #: what the tables call a baseline (default: its name)
+    label: str = ""
+    #: (axes, model shape) -> why the kernel cannot run at those axes, else None; the
+    #: planner drops such points and says so once per kernel (ggml's tiled path)
+    limits: Callable[[Mapping[str, Any], Mapping[str, int]], str | None] | None = \
+        field(default=None, compare=False)
 
     def binary_for(self, precision: str = "fp32") -> str:
         """The binary of this kernel at a precision (a family without the precision axis:
@@ -154,6 +166,31 @@ class Kernel:
         if precision == "fp16" and self.fp16_binary:
             return self.fp16_binary
         raise KeyError(f"kernel {self.name!r} has no {precision} binary yet")
+
+    def cannot_run(self, axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
+        """Why this kernel cannot run at a point's axes (model shape `shape`), else None."""
+        return self.limits(axes, shape) if self.limits else None
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
+
+
+#: ggml tiles (ggml_compute_forward_flash_attn_ext_tiled) from this many query tokens
+#: (GGML_FA_TILE_Q) and, built with RVV, only when the head dim is a multiple of
+#: GGML_F32_EPR (4); the -tiled kernels refuse other points (src/ggml/ggml_attn.c)
+GGML_FA_TILE_Q = 64
+GGML_F32_EPR_RVV = 4
+
+
+def _ggml_tiles(vector: bool) -> Callable[[Mapping[str, Any], Mapping[str, int]], str | None]:
+    def why_not(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
+        if axes.get("phase") != "prefill" or (axes.get("n") or 0) < GGML_FA_TILE_Q:
+            return f"ggml tiles only prefill with n >= {GGML_FA_TILE_Q}"
+        if vector and shape["head_dim"] % GGML_F32_EPR_RVV:
+            return f"ggml with RVV tiles only a head dim that is a multiple of {GGML_F32_EPR_RVV}"
+        return None
+    return why_not
 
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
@@ -175,6 +212,27 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
            doc="blocks packed per register, masked per-block reductions (the paper's)"),
     Kernel("q8-split", Q8, "q8", vector=True, tunables=("split_mac", "fp16"),
            doc="row-interleaved tiles, scales kept apart"),
+    # ggml's own kernels (workloads/ggml/README.md): no tunables; -onerow forces the path
+    # our ports port, -tiled runs only where ggml tiles
+    Kernel("ggml-lib-vec", ATTENTION, "attention-ggml-lib", vector=True, baseline=True,
+           ggml_path="auto", label="current ggml",
+           doc="ggml's own FlashAttention (rv64gcv), the path ggml picks: current ggml"),
+    Kernel("ggml-lib-vec-onerow", ATTENTION, "attention-ggml-lib", vector=True,
+           ggml_path="one-row", port="ggml-vec", doc="ggml's own one-row kernel (rv64gcv)"),
+    Kernel("ggml-lib-vec-tiled", ATTENTION, "attention-ggml-lib", vector=True,
+           ggml_path="tiled", limits=_ggml_tiles(vector=True),
+           doc="ggml's own tiled kernel (rv64gcv)"),
+    Kernel("ggml-lib-scalar", ATTENTION, "attention-ggml-lib-scalar", vector=False,
+           ggml_path="auto", doc="ggml's own FlashAttention (rv64gc), the path ggml picks"),
+    Kernel("ggml-lib-scalar-onerow", ATTENTION, "attention-ggml-lib-scalar", vector=False,
+           ggml_path="one-row", port="ggml-scalar", doc="ggml's own one-row kernel (rv64gc)"),
+    Kernel("ggml-lib-scalar-tiled", ATTENTION, "attention-ggml-lib-scalar", vector=False,
+           ggml_path="tiled", limits=_ggml_tiles(vector=False),
+           doc="ggml's own tiled kernel (rv64gc)"),
+    Kernel("q8-ggml-lib", Q8, "q8-ggml-lib", vector=True, ggml_path="auto", port="q8-ggml",
+           doc="ggml's own Q8_0 mul_mat (vec_dot_q8_0_q8_0, rv64gcv)"),
+    Kernel("q8-ggml-lib-scalar", Q8, "q8-ggml-lib-scalar", vector=False, ggml_path="auto",
+           port="q8-scalar", doc="ggml's own Q8_0 mul_mat (rv64gc)"),
 )}
 
 #: axes every kernel reads: what it computes on (model, seed), a planted wrong result, and
@@ -195,6 +253,17 @@ def kernel(name: str) -> Kernel:
 def names(family: Family | None = None) -> tuple[str, ...]:
     """Kernel names, of one family or all, in registry order."""
     return tuple(k.name for k in KERNELS.values() if family is None or k.family is family)
+
+
+def own(family: Family | None = None) -> tuple[str, ...]:
+    """Our kernels (not ggml's own), of one family or all: those in the family's by-hand
+    binary."""
+    return tuple(n for n in names(family) if KERNELS[n].ggml_path is None)
+
+
+def ports() -> dict[str, str]:
+    """ggml's own kernel -> our kernel that ports it."""
+    return {k.name: k.port for k in KERNELS.values() if k.port}
 
 
 def family_of(name: str, default: str = "attention") -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from conftest import VLENS, qemu_run
 
-from workloads.kernels import ATTENTION, names
+from workloads.kernels import ATTENTION, own
 from workloads.models import load_models
 
 MODELS = sorted(load_models())
-KERNELS = names(ATTENTION)
+KERNELS = own(ATTENTION)  # ggml's own kernels: test_ggml_lib.py
 PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}  # n = 12: rows for G >= 6
 
 

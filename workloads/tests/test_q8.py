@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from conftest import VLENS, qemu_run
 
-from workloads.kernels import Q8, names
+from workloads.kernels import Q8, own
 from workloads.kernels import kernel as registry_kernel
 from workloads.models import load_models
 
-KERNELS = names(Q8)
+KERNELS = own(Q8)  # ggml's own kernels: test_ggml_lib.py
 VECTOR_KERNELS = tuple(k for k in KERNELS if registry_kernel(k).vector)
 PROJS = ("q", "k", "v", "o", "gate", "up", "down")
 MODELS: dict[str, dict[str, int]] = load_models()

@@ -1,10 +1,12 @@
 """The kernel registry (workloads/kernels.py) against the workloads themselves: every kernel
 it names is in its binary, every option a workload reads is a sweep axis or listed here as
-not one (with the reason), and every tunable reaches the workload and is accepted."""
+not one (with the reason), every tunable reaches the workload and is accepted, and ggml's
+own kernels ask ggml for the path the registry says and run exactly where it says."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, qemu_run
@@ -15,12 +17,19 @@ from workloads.kernels import (
     KERNELS,
     TUNABLES,
     Family,
+    Kernel,
     kernel,
+    own,
     workload_args,
 )
+from workloads.models import load_models
 
 SOURCES = {"attention": ROOT / "workloads/src/attention/main.c",
            "q8": ROOT / "workloads/src/q8/q8_main.c"}
+#: the workloads of ggml's own kernels (one source, two binaries each)
+GGML_SOURCES = {"attention": ROOT / "workloads/src/ggml/ggml_attn.c",
+                "q8": ROOT / "workloads/src/ggml/ggml_q8.c"}
+GGML_KERNELS = [k for k in KERNELS.values() if k.ggml_path is not None]
 HARNESS = ROOT / "workloads/src/common/harness.c"
 OPTION = re.compile(r'\barg_\w+\(&?a, "([a-z0-9-]+)"')
 #: a row of a kernel table that names the kernel's own option (q8_main.c)
@@ -42,8 +51,8 @@ PROBLEM = {"attention": {"phase": "prefill", "n": 9, "precision": "fp32"},
 OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}}
 
 
-def options(family: Family) -> set[str]:
-    text = SOURCES[family.name].read_text()
+def options(family: Family, sources: dict[str, Path] = SOURCES) -> set[str]:
+    text = sources[family.name].read_text()
     return {*OPTION.findall(text), *OWN_OPTION.findall(text),
             *OPTION.findall(HARNESS.read_text())}
 
@@ -69,11 +78,21 @@ def test_every_workload_option_is_an_axis_or_says_why_not(family: Family) -> Non
                              "workloads/kernels.py or a reason to NOT_AXES")
 
 
+@pytest.mark.parametrize("family", FAMILIES.values(), ids=list(FAMILIES))
+def test_every_ggml_workload_option_is_an_axis_or_says_why_not(family: Family) -> None:
+    """ggml's own workloads read no option a sweep cannot give or NOT_AXES does not explain
+    (they take no tunable: the registry gives their kernels none)."""
+    read = options(family, GGML_SOURCES)
+    assert read, f"no options found in {GGML_SOURCES[family.name]}"
+    unexplained = read - planned_flags(family) - set(NOT_AXES)
+    assert not unexplained, f"{GGML_SOURCES[family.name]} reads {sorted(unexplained)}"
+
+
 @pytest.mark.parametrize("name", KERNELS)
 def test_tunables_are_options_of_their_workload(name: str) -> None:
     k = kernel(name)
     flags = {TUNABLES[t].flag[2:] for t in k.tunables}
-    assert flags <= options(k.family)
+    assert flags <= options(k.family, GGML_SOURCES if k.ggml_path else SOURCES)
 
 
 def tunable_cases() -> list:
@@ -100,3 +119,54 @@ def test_family_axes_reach_the_command_line() -> None:
     assert args == ["--kernel", "fa-v", "--model", "m", "--phase", "decode", "--l", "7",
                     "--precision", "fp32", "--strip", "64", "--seed", "3", "--roi", "m5"]
     assert ATTENTION.reference_kernel in KERNELS
+
+
+def test_own_kernels_are_in_the_by_hand_binaries() -> None:
+    """own(): the kernels the by-hand binaries hold (the tests of attention and q8 run them
+    there); ggml's own kernels run from their own binaries only."""
+    for family in FAMILIES.values():
+        table = SOURCES[family.name].read_text()
+        for name in own(family):
+            assert f'"{name}"' in table, f"{name} not in {SOURCES[family.name]}"
+    assert {k.name for k in GGML_KERNELS}.isdisjoint(own())
+    assert all(k.binary not in {f.by_hand for f in FAMILIES.values()} for k in GGML_KERNELS)
+
+
+def _point(k: Kernel) -> dict:
+    """A small point where the kernel runs (ggml tiles from 64 query tokens)."""
+    problem = dict(PROBLEM[k.family.name])
+    if k.cannot_run({**problem, "model": "tinyllama-1.1b"}, load_models()["tinyllama-1.1b"]):
+        problem["n"] = 64
+    return {"kernel": k.name, "model": "tinyllama-1.1b", "seed": 1, **problem}
+
+
+@pytest.mark.parametrize("k", GGML_KERNELS, ids=[k.name for k in GGML_KERNELS])
+def test_ggml_kernel_runs_the_path_the_registry_names(k: Kernel) -> None:
+    """What a sweep passes reaches ggml's workload, passes its self-check and asks ggml for
+    the registry's path (a port's pair is of the same family)."""
+    res = qemu_run(k.binary, workload_args(_point(k), "none"), vlen=512)
+    assert res.rc == 0, res.stderr
+    rec = res.record
+    assert rec["kernel"] == k.name and rec["pass"] is True and rec["ggml_version"]
+    assert rec.get("ggml_path_asked", "auto") == k.ggml_path
+    assert k.port is None or kernel(k.port).family is k.family
+    assert k.port is None or kernel(k.port).vector == k.vector
+
+
+#: points on both sides of where ggml tiles: (phase, size)
+TILE_EDGES = [("prefill", 63), ("prefill", 64), ("decode", 64), ("decode", 520)]
+LIMITED = [k for k in KERNELS.values() if k.limits is not None]
+
+
+@pytest.mark.parametrize(("phase", "size"), TILE_EDGES, ids=[f"{p}-{s}" for p, s in TILE_EDGES])
+@pytest.mark.parametrize("k", LIMITED, ids=[k.name for k in LIMITED])
+def test_limits_are_the_workloads(k: Kernel, phase: str, size: int) -> None:
+    """The registry's limits (what the planner drops) refuse exactly what the binary
+    refuses (exit 2), and allow what it runs."""
+    model = "pythia-410m"
+    axes = {"kernel": k.name, "model": model, "seed": 1, "precision": "fp32", "phase": phase,
+            "n": size if phase == "prefill" else None, "l": size if phase == "decode" else None}
+    why = k.cannot_run(axes, load_models()[model])
+    res = qemu_run(k.binary, workload_args(axes, "none"), vlen=256)
+    assert res.rc == (2 if why else 0), (why, res.rc, res.stderr)
+    assert bool(why) == (phase != "prefill" or size < 64)
