@@ -41,7 +41,7 @@ def test_markdown_and_latex_format() -> None:
 def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
     df = collect(sweep).df
     paths = tables.write_all(df, tmp_path / "t")
-    assert len(paths) == 48  # 16 tables x (csv, md, tex)
+    assert len(paths) == 51  # 17 tables x (csv, md, tex)
     sp = pd.read_csv(tmp_path / "t" / "speedup.csv")
     row = sp[sp["id"] == "fav-1024-16"].iloc[0]
     assert row["speedup_vs_ggml-scalar"] == pytest.approx(40.0)
