@@ -10,18 +10,16 @@ from pathlib import Path
 
 from sweeps.checks import MAX_POINTS
 from sweeps.results import LockHeld
-from sweeps.spec import SpecError
+from sweeps.spec import SpecError, shipped_specs
 from vecscale.cmdline import OneLineParser, os_error_line
-
-EPILOG = ("SPEC is a name in sweeps/ (smoke, edge, block-c, paper, ggml, qemu-validate, "
-          "qemu-ci, qemu-ggml, ...) or a path.")
 
 
 def parser() -> argparse.ArgumentParser:
     from sweeps.driver import DEFAULT_RESULTS
 
+    specs = ", ".join(shipped_specs())
     ap = OneLineParser(prog="vecscale", description="vecscale sweep driver",
-                                 epilog=EPILOG)
+                       epilog=f"SPEC is a name in sweeps/ ({specs}) or a path.")
     sub = ap.add_subparsers(dest="verb", required=True, parser_class=OneLineParser)
 
     def common(p: argparse.ArgumentParser) -> None:

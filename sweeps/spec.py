@@ -117,11 +117,16 @@ def spec_path(name_or_path: str | Path) -> Path:
     return SPEC_DIR / f"{name_or_path}.yaml"
 
 
+def shipped_specs() -> list[str]:
+    """The spec names in sweeps/ (what a SPEC argument may name)."""
+    return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
+
+
 def load_spec(name_or_path: str | Path) -> tuple[Spec, Path, str]:
     """Parse and check a spec; returns (spec, path, raw text). Raises SpecError."""
     path = spec_path(name_or_path)
     shown = _shown(path)
-    known = ", ".join(sorted(p.stem for p in SPEC_DIR.glob("*.yaml")))
+    known = ", ".join(shipped_specs())
     text = read_text(path, shown, SpecError, f"known specs: {known}")
     data = parse_yaml(text, shown, SpecError)
     if not isinstance(data, dict):

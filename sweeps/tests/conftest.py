@@ -104,6 +104,11 @@ class Fakes:
     counter: Path
     results: Path
 
+    def use_real_workloads(self) -> None:
+        """Run the built workloads under qemu-riscv64 instead of the stand-ins (gem5 stays
+        the fake)."""
+        self.env = {k: v for k, v in self.env.items() if k not in ("VECSCALE_WORKLOADS", "QEMU")}
+
     def spec(self, name: str, target: str = "qemu", **body: Any) -> Path:
         data = {"name": name, "target": target, **body}
         p = self.root / f"{name}.yaml"

@@ -37,10 +37,7 @@ def by_seed(sts: dict[str, dict]) -> dict[tuple[int, bool], str]:
                     reason="workloads/build/attention missing: run `make workloads` first")
 @pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
 def test_qemu_ci_real_binaries(fakes: Fakes) -> None:
-    env = dict(fakes.env)
-    for k in ("VECSCALE_WORKLOADS", "QEMU"):
-        env.pop(k)
-    fakes.env = env
+    fakes.use_real_workloads()
     r = fakes.cli("run", "qemu-ci", "--results", str(fakes.results), "-j", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     sts = fakes.statuses("qemu-ci")
@@ -69,8 +66,7 @@ def test_qemu_ci_real_binaries(fakes: Fakes) -> None:
                     reason="workloads/build/attention missing: run `make workloads` first")
 @pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
 def test_real_workload_perturbed_is_wrong_result(fakes: Fakes) -> None:
-    for k in ("VECSCALE_WORKLOADS", "QEMU"):
-        fakes.env.pop(k)
+    fakes.use_real_workloads()
     spec = fakes.spec("perturb", axes=attn(kernel=["fa-v", "ggml-vec"],
                                            test_perturb=[False, True], vlen=[256]))
     r = fakes.cli("run", str(spec), "--results", str(fakes.results))
@@ -191,8 +187,7 @@ def test_user_templates_override(fakes: Fakes, tmp_path: Path) -> None:
 def test_gem5_sweep_precomputes_references_on_qemu(fakes: Fakes) -> None:
     """A gem5 sweep computes each distinct attention reference once on QEMU (real
     attention-scalar --make-ref) before its runs; the real workload accepts the file."""
-    for k in ("VECSCALE_WORKLOADS", "QEMU"):
-        fakes.env.pop(k)  # real binaries and qemu-riscv64; gem5 stays the fake
+    fakes.use_real_workloads()  # gem5 stays the fake
     spec = fakes.spec("g5ref", target="gem5", axes={
         "uarch": ["vitruvius-plus"], "vlen": [512, 1024], "lanes": [8],
         "kernel": ["fa-v", "ggml-vec"], "model": ["tinyllama-1.1b", "pythia-410m"],

@@ -86,8 +86,7 @@ def test_shipped_ggml_specs(monkeypatch: pytest.MonkeyPatch) -> None:
                     reason="workloads/build/attention-ggml-lib missing: run `make workloads`")
 @pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
 def test_qemu_ggml_end_to_end(fakes: Fakes) -> None:
-    for k in ("VECSCALE_WORKLOADS", "QEMU"):
-        fakes.env.pop(k)
+    fakes.use_real_workloads()
     r = fakes.cli("run", "qemu-ggml", "--results", str(fakes.results), "-j", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("points dropped where it cannot run") == 2, r.stdout

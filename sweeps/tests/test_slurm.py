@@ -144,8 +144,7 @@ def test_slurm_array_and_resubmit(fakes: Fakes, slurm: dict[str, str]) -> None:
     real = (ROOT / "workloads" / "build" / "attention").exists() and \
         (ROOT / "workloads" / "build" / "q8").exists() and shutil.which("qemu-riscv64")
     if real:  # the real qemu grid with the real binaries
-        for k in ("VECSCALE_WORKLOADS", "QEMU"):
-            fakes.env.pop(k)
+        fakes.use_real_workloads()
         spec, n_runs = "qemu-ci", 13
     else:
         spec = str(fakes.spec("slurm-fake", axes={
