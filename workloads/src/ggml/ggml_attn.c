@@ -80,6 +80,10 @@ static struct ggml_tensor *as_rows_heads(struct ggml_context *ctx, float *x, int
     return ggml_permute(ctx, t, 0, 2, 1, 3);
 }
 
+/* One function on purpose: the workload's steps in the order they run. Its binary's
+ * bytes are part of the id of every stored run made with it, and splitting it moves code
+ * (tried with clang 19: helpers, even always_inline ones, change the bytes), so it is
+ * split when the archives that ran this binary are regenerated, not before. */
 int main(int argc, char **argv) {
     static const char *const kernels[] = {KPREFIX, KPREFIX "-onerow", KPREFIX "-tiled", NULL};
     static const char *const phases[] = {"prefill", "decode", NULL};

@@ -41,6 +41,10 @@ static void write_meta(const char *dir, long rows, long cols, long seed) {
     if (fclose(f) != 0) die_arg("--dump: cannot write %s/meta.json", dir);
 }
 
+/* One function on purpose: the workload's steps in the order they run. Its binary's
+ * bytes are part of the id of every stored run made with it, and splitting it moves code
+ * (tried with clang 19: helpers, even always_inline ones, change the bytes), so it is
+ * split when the archives that ran this binary are regenerated, not before. */
 int main(int argc, char **argv) {
     args_t a;
     args_init(&a, argc, argv);
