@@ -143,7 +143,7 @@ BAD_ARGS = [
     ("attention", ["--kernel", "fa-v", "--model", "tinyllama-1.1b", "--l", "4"], "--l"),
     ("attention", ["--kernel", "fa-v", "--model"], "--model"),
     ("attention", ["--kernel", "fa-v", *BASE, "--bogus", "1"], "--bogus"),
-    ("attention", ["--kernel", "fa-v", *BASE, "--precision", "fp16", "--regime", "dot"],
+    ("attention", ["--kernel", "fa-v", *BASE, "--precision", "fp16", "--regime", "packed"],
      "--regime"),
     ("attention", ["--kernel", "fa-v", *BASE, "--precision", "bf16"], "--precision"),
     ("attention", ["--kernel", "fa-v", *BASE, "--lmul", "3"], "--lmul"),

@@ -1,5 +1,5 @@
 """Attention in fp16 (--precision fp16) under QEMU >= 10 with Zvfh: ggml-scalar, ggml-vec
-and fa-v (its rows, blocked and heads regimes; packed and dot refused) on every model and
+and fa-v (its rows, blocked, heads and dot regimes; packed refused) on every model and
 GQA ratio, both phases, from the all-in-one binary and from their own family binaries;
 numpy checks of fp16 dumps; the checker's sensitivity (perturbed output, references of a
 wrong head, a wrong key, a missed rescale); arguments; instruction content."""
@@ -26,7 +26,7 @@ KERNELS = ("ggml-scalar", "ggml-vec")
 ALL16 = (*KERNELS, "fa-v")  # every kernel with an fp16 binary
 FAMILY = {k: kernel(k).binary_for("fp16") for k in ALL16}  # the sweeps' fp16 binaries
 FAV16 = FAMILY["fa-v"]
-FAV16_REGIMES = ("rows", "blocked", "heads")  # fa-v's fp16 regimes (auto picks among them)
+FAV16_REGIMES = ("rows", "blocked", "heads", "dot")  # fa-v's fp16 regimes (packed: refused)
 # the fp16 tolerance (src/attention/main.c ATOL_F16 / RTOL_F16; workloads/README.md)
 ATOL16, RTOL16 = 2e-3, 1e-3
 FP16 = ["--precision", "fp16"]
@@ -110,8 +110,8 @@ def test_fp16_seeds(kernel: str) -> None:
 
 # ---- fa-v in fp16 ----
 
-# lengths with several key blocks in every regime (rows: 32 keys, blocked: 16..128 keys,
-# heads: 64 keys per block)
+# lengths with several key blocks in every regime but dot (rows: 32 keys, blocked: 16..128
+# keys, heads: 64 keys per block; dot: 256 keys, several blocks in test_fav16_options)
 FAV_PHASES = {"prefill": ["--n", "40"], "decode": ["--l", "100"]}
 
 
@@ -135,7 +135,7 @@ def test_fav16_models(model: str, phase: str, regime: str, vlen: int) -> None:
     want = fav16_auto(model, phase, vlen) if regime == "auto" else regime
     assert rec["regime"] == want and rec["regime_asked"] == regime and rec["vlen"] == vlen
     assert rec["lmul"] == 1 and rec["vlmax"] == vlen // 16  # e16 m1
-    assert rec["transpose"] == ("none" if want == "heads" else "strided")
+    assert rec["transpose"] == ("none" if want in ("heads", "dot") else "strided")
     assert 0 < rec["max_abs_err"]
 
 
@@ -170,6 +170,7 @@ FAV16_OPTIONS = [  # tunables the fp16 regimes take
     ["--regime", "blocked", "--unroll", "2"], ["--regime", "blocked", "--unroll", "8"],
     ["--regime", "blocked", "--block-r", "3", "--block-c", "7"],
     ["--regime", "heads", "--block-c", "3"], ["--regime", "blocked", "--lmul", "1"],
+    ["--regime", "dot", "--block-c", "5"], ["--regime", "dot", "--block-c", "16"],
 ]
 
 
@@ -187,7 +188,9 @@ def test_fav16_longer_sequences() -> None:
                        (["--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "2000"], 1024),
                        (["--model", "pythia-410m", "--phase", "decode", "--l", "2000"], 1024),
                        (["--model", "llama-3.2-3b", "--phase", "decode", "--l", "3000",
-                         "--regime", "heads"], 512)):
+                         "--regime", "heads"], 512),
+                       (["--model", "qwen2.5-1.5b", "--phase", "decode", "--l", "3000",
+                         "--regime", "dot"], 128)):
         rec = check16("fa-v", args, vlen, FAV16)
         assert rec["max_abs_err"] < ATOL16 / 2, rec
 
@@ -312,6 +315,8 @@ BUG_CASES = [  # (kernel, args, vlen): bugs must be caught at these lengths
     ("fa-v", ["--model", "tinyllama-1.1b", "--n", "64"], 512),  # rows
     ("fa-v", ["--model", "llama-3.2-1b", "--phase", "decode", "--l", "256"], 1024),  # blocked
     ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "256"], 1024),  # heads
+    ("fa-v", ["--model", "qwen2.5-3b", "--phase", "decode", "--l", "256", "--regime", "dot"],
+     256),
 ]
 
 
@@ -364,11 +369,11 @@ def test_fp16_reference_files(tmp_path: Path) -> None:
 
 BASE = ["--model", "tinyllama-1.1b", "--n", "4"]
 BAD_ARGS = [
-    # fa-v's regimes without an fp16 version are refused, never run as another regime
+    # fa-v's regime without an fp16 version is refused, never run as another regime
     ("attention", ["--kernel", "fa-v", *BASE, *FP16, "--regime", "packed"], "--regime",
      "packed is not implemented for fa-v in fp16"),
-    ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--regime", "dot"], "--regime",
-     "dot is not implemented for fa-v in fp16"),
+    ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--regime", "packed"], "--regime",
+     "packed is not implemented for fa-v in fp16"),
     ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--lmul", "2"], "--lmul",
      "only auto or 1"),
     ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--precision", "fp32"],
@@ -479,12 +484,14 @@ def test_fav16_kernel_instructions() -> None:
     """fa-v fp16 computes in half precision where it says it does: fp16 products widened into
     fp32 sums for the scores (vfwmacc.vf, vfwmul.vv), fp16 multiply-adds for P V at e16
     (vfmacc.vf, vfmacc.vv), widened into the fp32 accumulator (vfwadd.wv, vfwcvt), fp32 ->
-    fp16 narrowing (vfncvt); no LMUL 8 and no segment or indexed access; and it needs Zvfh."""
+    fp16 narrowing (vfncvt), fp32 reductions (dot: vfredusum); no LMUL 8 and no segment or
+    indexed access; and it needs Zvfh."""
     funcs = functions(llvm_objdump(FAV16, "--mattr=+zvfh"))
     insns = [i for name, body in funcs.items() for i in body
-             if name.startswith(("attn_fa_v_f16", "rows_", "blk16_", "heads_", "fav16_"))]
+             if name.startswith(("attn_fa_v_f16", "rows_", "blk16_", "heads_", "dot_",
+                                 "fav16_"))]
     for needed in ("vfwmacc.vf", "vfwmul.vv", "vfmacc.vf", "vfmacc.vv", "vfwadd.wv",
-                   "vfwcvt.f.f.v", "vfncvt.f.f.w", "vrgather.vv"):
+                   "vfwcvt.f.f.v", "vfncvt.f.f.w", "vrgather.vv", "vfredusum.vs"):
         assert any(i.startswith(needed) for i in insns), needed
     assert any("e16, m1" in i for i in insns) and any("e32, m2" in i for i in insns)
     bad = re.compile(r"^(vlseg|vsseg|vlsseg|vssseg|vluxseg|vloxseg|vsuxseg|vsoxseg|vlux|vlox"

@@ -366,9 +366,9 @@ static run_args parse(int argc, char **argv) {
     r.t = parse_tunables(&a, &r.shape, r.decode, &r.regime_asked);
 #if ATTN_HAS_FAV_F16
     if (r.fp16 && r.kernel - KERNELS == FA_V) {
-        if (r.t.regime == FAV_PACKED || r.t.regime == FAV_DOT)
+        if (r.t.regime == FAV_PACKED)
             die_arg("--regime: %s is not implemented for fa-v in fp16 (fp16 regimes: auto, "
-                    "rows, blocked, heads)", r.regime_asked);
+                    "rows, blocked, heads, dot)", r.regime_asked);
         if (r.t.lmul > 1)
             die_arg("--lmul: fa-v in fp16 runs e16 m1 with fp32 sums in e32 m2; only auto or "
                     "1, got %d", r.t.lmul);
@@ -464,9 +464,10 @@ static void prepare_fav16(kernel_state *k, const attn_problem_f16 *pf, attn_tuna
     fav16_ctx *fc = &k->fav16;
     if (fav16_prepare(fc, pf, t) != 0) die_arg("out of memory");
     const int rows = fc->t.regime == FAV_ROWS, heads = fc->t.regime == FAV_HEADS;
-    k->regime = rows ? "rows" : heads ? "heads" : "blocked";
+    const int dot = fc->t.regime == FAV_DOT;
+    k->regime = rows ? "rows" : heads ? "heads" : dot ? "dot" : "blocked";
     k->regime_asked = regime_asked;
-    k->transpose = heads ? "none" : "strided";
+    k->transpose = heads || dot ? "none" : "strided";
     k->tile_rows = 0;
     t->lmul = fc->t.lmul;
     t->block_c = fc->t.block_c;
@@ -475,7 +476,7 @@ static void prepare_fav16(kernel_state *k, const attn_problem_f16 *pf, attn_tuna
     k->pack = heads ? fc->pack : 1;
     k->r = fc->t.r;
     k->unroll = fc->t.unroll;
-    k->step = heads ? pf->p->heads : rows ? pf->p->heads / pf->p->kv_heads : fc->t.unroll;
+    k->step = heads ? pf->p->heads : rows ? pf->p->heads / pf->p->kv_heads : dot ? 1 : fc->t.unroll;
 }
 #endif
 
