@@ -275,6 +275,9 @@ def test_fp16_runs_use_fp16_binaries(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         assert r.run_json["workload"]["binary"] == \
             {"fp32": "attention-fa-v", "fp16": "attention-fa-v-fp16"}[r.axes["precision"]]
     assert {r.axes["precision"] for r in fav.runs.values()} == {"fp32", "fp16"}
+    packed = plan_of(with_(with_(with_(body, "axes.kernel", ["fa-v"]), "axes.precision",
+                                 ["fp32", "fp16"]), "axes.regime", ["packed"]), tmp_path)
+    assert {r.axes["precision"] for r in packed.runs.values()} == {"fp32"}  # fp16 dropped
     lib = with_(with_(GOOD_G, "axes.precision", ["fp32", "fp16"]), "axes.kernel",
                 ["ggml-lib-vec"])
     with pytest.raises(SpecError,
