@@ -193,6 +193,13 @@ def _ggml_tiles(vector: bool) -> Callable[[Mapping[str, Any], Mapping[str, int]]
     return why_not
 
 
+def _fav_fp16(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
+    """fa-v in fp16 has every regime but packed (src/attention/fa_v_f16.c)."""
+    if axes.get("precision") == "fp16" and axes.get("regime") == "packed":
+        return "fa-v has no packed regime in fp16"
+    return None
+
+
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("ggml-scalar", ATTENTION, "attention-scalar", vector=False, baseline=True,
            doc="ggml's FlashAttention without vector code",
@@ -203,7 +210,8 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("fa-v", ATTENTION, "attention-fa-v", vector=True, headline=True,
            tunables=("block_r", "block_c", "unroll", "r", "lmul", "regime", "strip",
                      "transpose"),
-           doc="FlashAttention-V: blocked, packed, rows, dot and heads regimes"),
+           doc="FlashAttention-V: blocked, packed, rows, dot and heads regimes",
+           fp16_binary="attention-fa-v-fp16", limits=_fav_fp16),
     Kernel("q8-scalar", Q8, "q8-scalar", vector=False, tunables=("fp16",),
            doc="Q8_0 GEMV without vector code"),
     Kernel("q8-ggml", Q8, "q8", vector=True, tunables=("fp16",),

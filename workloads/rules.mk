@@ -20,7 +20,8 @@ VB_SRC     := $(wildcard $(WL_DIR)/src/vbench/*.c)
 
 WL_BINS := $(WL_BUILD)/attention $(WL_BUILD)/attention-scalar $(WL_BUILD)/attention-fa-v \
            $(WL_BUILD)/attention-ggml-vec $(WL_BUILD)/attention-scalar-fp16 \
-           $(WL_BUILD)/attention-ggml-vec-fp16 $(WL_BUILD)/q8 $(WL_BUILD)/q8-scalar
+           $(WL_BUILD)/attention-ggml-vec-fp16 $(WL_BUILD)/attention-fa-v-fp16 \
+           $(WL_BUILD)/q8 $(WL_BUILD)/q8-scalar
 ifneq ($(VB_SRC),)
 WL_BINS += $(WL_BUILD)/vbench
 endif
@@ -37,8 +38,8 @@ ATTN_MAIN  := $(WL_DIR)/src/attention/main.c $(WL_DIR)/src/attention/lmul.c \
 ATTN_FAV   := $(WL_DIR)/src/attention/fa_v.c
 ATTN_GVEC  := $(WL_DIR)/src/attention/ggml_vec.c
 ATTN_GSCAL := $(WL_DIR)/src/attention/ggml_scalar.c
-# fp16 kernels (Zvfh for the vector one); fa-v's fp16 kernel, when it exists, joins here
-# with -DATTN_HAS_FAV_F16=1 in `attention` and an attention-fa-v-fp16 rule like the two below
+# fp16 kernels (Zvfh for the vector ones); fa-v's is in `attention` by -DATTN_HAS_FAV_F16=1
+ATTN_FAV16   := $(WL_DIR)/src/attention/fa_v_f16.c
 ATTN_GVEC16  := $(WL_DIR)/src/attention/ggml_vec_f16.c
 ATTN_GSCAL16 := $(WL_DIR)/src/attention/ggml_scalar_f16.c
 ONLY       = -DATTN_HAS_FAV=$(1) -DATTN_HAS_GGML_VEC=$(2) -DATTN_HAS_GGML_SCALAR=$(3) \
@@ -48,7 +49,7 @@ FP16_ONLY  := -DATTN_HAS_FP32=0 -DATTN_HAS_FP16=1
 # Every vector kernel, both precisions, in one binary: for use by hand and in the tests.
 $(WL_BUILD)/attention: $(ATTN_SRC) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_VH) -DVLSCALE_VECTOR=1 -DATTN_HAS_FP16=1 \
-	  $(ATTN_SRC) $(COMMON_SRC) -o $@ -lm
+	  -DATTN_HAS_FAV_F16=1 $(ATTN_SRC) $(COMMON_SRC) -o $@ -lm
 
 # One binary per kernel family for sweeps: a run's id hashes its binary, so a change to
 # fa-v leaves the ids (and stored results) of ggml-vec and ggml-scalar runs as they are.
@@ -69,6 +70,10 @@ $(WL_BUILD)/attention-scalar: $(ATTN_MAIN) $(ATTN_GSCAL) $(ATTN_HDR) $(COMMON_SR
 $(WL_BUILD)/attention-ggml-vec-fp16: $(ATTN_MAIN) $(ATTN_GVEC16) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_VH) -DVLSCALE_VECTOR=1 $(call ONLY,0,1,0) \
 	  $(FP16_ONLY) $(ATTN_MAIN) $(ATTN_GVEC16) $(COMMON_SRC) -o $@ -lm
+
+$(WL_BUILD)/attention-fa-v-fp16: $(ATTN_MAIN) $(ATTN_FAV16) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_VH) -DVLSCALE_VECTOR=1 $(call ONLY,1,0,0) \
+	  $(FP16_ONLY) -DATTN_HAS_FAV_F16=1 $(ATTN_MAIN) $(ATTN_FAV16) $(COMMON_SRC) -o $@ -lm
 
 $(WL_BUILD)/attention-scalar-fp16: $(ATTN_MAIN) $(ATTN_GSCAL16) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(call ONLY,0,0,1) \

@@ -252,7 +252,7 @@ def test_fp16_runs_use_fp16_binaries(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     """precision fp16 runs each attention kernel from its fp16 family binary and checks it
     against the reference of fp16-rounded inputs (made by attention-scalar-fp16); adding the
     fp16 axis value leaves every fp32 run, its id and its reference as they were; a kernel
-    without an fp16 binary (fa-v, for now) is a one-line error unless excluded."""
+    without an fp16 binary (ggml's own kernels) is a one-line error unless excluded."""
     from sweeps.refs import ref_binary
     from sweeps.runner import command
     from workloads.kernels import kernel
@@ -269,10 +269,21 @@ def test_fp16_runs_use_fp16_binaries(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         assert ref_binary(wl["ref"]["args"]) == kernel("ggml-scalar").binary_for(prec)
         if prec == "fp32":
             assert wl["ref"] == fp32.runs[rid].run_json["workload"]["ref"]
-    fav = with_(with_(GOOD_G, "axes.precision", ["fp32", "fp16"]), "axes.kernel", ["fa-v"])
-    with pytest.raises(SpecError, match=r"axes\.precision: kernel 'fa-v' has no fp16 binary"):
-        plan_of(fav, tmp_path)
-    assert plan_of(with_(fav, "exclude", [{"precision": "fp16"}]), tmp_path).runs
+    fav = plan_of(with_(with_(body, "axes.kernel", ["fa-v"]), "axes.precision",
+                        ["fp32", "fp16"]), tmp_path)
+    for r in fav.runs.values():  # fa-v in fp16 runs from its own binary
+        assert r.run_json["workload"]["binary"] == \
+            {"fp32": "attention-fa-v", "fp16": "attention-fa-v-fp16"}[r.axes["precision"]]
+    assert {r.axes["precision"] for r in fav.runs.values()} == {"fp32", "fp16"}
+    packed = plan_of(with_(with_(with_(body, "axes.kernel", ["fa-v"]), "axes.precision",
+                                 ["fp32", "fp16"]), "axes.regime", ["packed"]), tmp_path)
+    assert {r.axes["precision"] for r in packed.runs.values()} == {"fp32"}  # fp16 dropped
+    lib = with_(with_(GOOD_G, "axes.precision", ["fp32", "fp16"]), "axes.kernel",
+                ["ggml-lib-vec"])
+    with pytest.raises(SpecError,
+                       match=r"axes\.precision: kernel 'ggml-lib-vec' has no fp16 binary"):
+        plan_of(lib, tmp_path)
+    assert plan_of(with_(lib, "exclude", [{"precision": "fp16"}]), tmp_path).runs
     q = plan_of(with_(with_(GOOD_Q, "axes.kernel", ["ggml-vec"]), "axes.precision",
                       ["fp32", "fp16"]), tmp_path)
     for r in q.runs.values():  # QEMU runs fp16 vector code with zvfh=true, fp32 as before

@@ -1,8 +1,8 @@
-"""Attention in fp16 (--precision fp16) under QEMU >= 10 with Zvfh: ggml-scalar and ggml-vec
-on every model and GQA ratio, both phases, from the all-in-one binary and from their own
-family binaries; numpy checks of fp16 dumps; the checker's sensitivity (perturbed output,
-references of a wrong head, a wrong key, a missed rescale); arguments; instruction
-content."""
+"""Attention in fp16 (--precision fp16) under QEMU >= 10 with Zvfh: ggml-scalar, ggml-vec
+and fa-v (its rows, blocked, heads and dot regimes; packed refused) on every model and
+GQA ratio, both phases, from the all-in-one binary and from their own family binaries;
+numpy checks of fp16 dumps; the checker's sensitivity (perturbed output, references of a
+wrong head, a wrong key, a missed rescale); arguments; instruction content."""
 
 from __future__ import annotations
 
@@ -23,7 +23,10 @@ MODELS = sorted(yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())
 SHAPES_YAML = yaml.safe_load((ROOT / "workloads" / "models.yaml").read_text())
 PHASES = {"prefill": ["--n", "12"], "decode": ["--l", "40"]}
 KERNELS = ("ggml-scalar", "ggml-vec")
-FAMILY = {k: kernel(k).binary_for("fp16") for k in KERNELS}  # the sweeps' fp16 binaries
+ALL16 = (*KERNELS, "fa-v")  # every kernel with an fp16 binary
+FAMILY = {k: kernel(k).binary_for("fp16") for k in ALL16}  # the sweeps' fp16 binaries
+FAV16 = FAMILY["fa-v"]
+FAV16_REGIMES = ("rows", "blocked", "heads", "dot")  # fa-v's fp16 regimes (packed: refused)
 # the fp16 tolerance (src/attention/main.c ATOL_F16 / RTOL_F16; workloads/README.md)
 ATOL16, RTOL16 = 2e-3, 1e-3
 FP16 = ["--precision", "fp16"]
@@ -105,6 +108,93 @@ def test_fp16_seeds(kernel: str) -> None:
     assert a["max_abs_err"] != b["max_abs_err"]
 
 
+# ---- fa-v in fp16 ----
+
+# lengths with several key blocks in every regime but dot (rows: 32 keys, blocked: 16..128
+# keys, heads: 64 keys per block; dot: 256 keys, several blocks in test_fav16_options)
+FAV_PHASES = {"prefill": ["--n", "40"], "decode": ["--l", "100"]}
+
+
+def fav16_auto(model: str, phase: str, vlen: int) -> str:
+    """--regime auto in fp16 (fa_v_f16.c): rows when a kv head has >= 64 query rows, heads
+    for MHA once an e16 register (VLEN / 16 elements) holds a head, else blocked."""
+    m = SHAPES_YAML[model]
+    group, n_q = m["heads"] // m["kv_heads"], 40 if phase == "prefill" else 1
+    if n_q * group >= 64:
+        return "rows"
+    return "heads" if group == 1 and vlen // 16 >= m["head_dim"] else "blocked"
+
+
+@pytest.mark.parametrize("vlen", VLENS)
+@pytest.mark.parametrize("regime", ["auto", *FAV16_REGIMES])
+@pytest.mark.parametrize("phase", FAV_PHASES)
+@pytest.mark.parametrize("model", MODELS)
+def test_fav16_models(model: str, phase: str, regime: str, vlen: int) -> None:
+    args = ["--model", model, "--phase", phase, *FAV_PHASES[phase], "--regime", regime]
+    rec = check16("fa-v", args, vlen, FAV16)
+    want = fav16_auto(model, phase, vlen) if regime == "auto" else regime
+    assert rec["regime"] == want and rec["regime_asked"] == regime and rec["vlen"] == vlen
+    assert rec["lmul"] == 1 and rec["vlmax"] == vlen // 16  # e16 m1
+    assert rec["transpose"] == ("none" if want in ("heads", "dot") else "strided")
+    assert 0 < rec["max_abs_err"]
+
+
+@pytest.mark.parametrize("regime", ["auto", *FAV16_REGIMES])
+def test_fav16_family_binary(regime: str) -> None:
+    """attention-fa-v-fp16 computes exactly what the all-in-one binary does."""
+    for args in (["--model", "qwen2.5-0.5b", "--n", "20"],
+                 ["--model", "pythia-410m", "--phase", "decode", "--l", "90"]):
+        a = check16("fa-v", [*args, "--regime", regime], 1024, FAV16)
+        b = check16("fa-v", [*args, "--regime", regime], 1024)
+        assert (a["max_abs_err"], a["regime"]) == (b["max_abs_err"], b["regime"])
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
+@pytest.mark.parametrize("vlen", [128, 512, 1024])
+@pytest.mark.parametrize("regime", FAV16_REGIMES)
+def test_fav16_gqa_shapes(regime: str, vlen: int, shape: tuple[int, int, int]) -> None:
+    """Every GQA ratio, MHA and MQA; D not a power of two (heads then runs blocked, as in
+    fp32) and D longer than an e16 register (heads' E < D path at VLEN 128 and D = 256)."""
+    heads, kv_heads, head_dim = shape
+    base = ["--heads", str(heads), "--kv-heads", str(kv_heads), "--head-dim", str(head_dim)]
+    pow2 = not head_dim & (head_dim - 1)
+    for extra in (["--n", "11"], ["--phase", "decode", "--l", "37"]):
+        rec = check16("fa-v", [*base, *extra, "--regime", regime, "--block-c", "16"], vlen,
+                      FAV16)
+        assert rec["regime"] == (regime if regime != "heads" or pow2 else "blocked")
+
+
+FAV16_OPTIONS = [  # tunables the fp16 regimes take
+    ["--regime", "rows", "--strip", "7"], ["--regime", "rows", "--strip", "1"],
+    ["--regime", "rows", "--block-c", "5"], ["--regime", "blocked", "--unroll", "1"],
+    ["--regime", "blocked", "--unroll", "2"], ["--regime", "blocked", "--unroll", "8"],
+    ["--regime", "blocked", "--block-r", "3", "--block-c", "7"],
+    ["--regime", "heads", "--block-c", "3"], ["--regime", "blocked", "--lmul", "1"],
+    ["--regime", "dot", "--block-c", "5"], ["--regime", "dot", "--block-c", "16"],
+]
+
+
+@pytest.mark.parametrize("opts", FAV16_OPTIONS, ids=" ".join)
+def test_fav16_options(opts: list[str]) -> None:
+    for args in (["--model", "llama-3.2-1b", "--n", "30"],
+                 ["--model", "qwen2.5-3b", "--phase", "decode", "--l", "50"]):
+        rec = check16("fa-v", [*args, *opts], 256, FAV16)
+        assert rec["regime"] == opts[1]
+
+
+def test_fav16_longer_sequences() -> None:
+    """Thousands of keys: the fp16 part of the O accumulator spans one key block only."""
+    for args, vlen in ((["--model", "tinyllama-1.1b", "--n", "150"], 128),
+                       (["--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "2000"], 1024),
+                       (["--model", "pythia-410m", "--phase", "decode", "--l", "2000"], 1024),
+                       (["--model", "llama-3.2-3b", "--phase", "decode", "--l", "3000",
+                         "--regime", "heads"], 512),
+                       (["--model", "qwen2.5-1.5b", "--phase", "decode", "--l", "3000",
+                         "--regime", "dot"], 128)):
+        rec = check16("fa-v", args, vlen, FAV16)
+        assert rec["max_abs_err"] < ATOL16 / 2, rec
+
+
 # ---- numpy checks from fp16 dumps ----
 
 def load_dump(d: Path) -> tuple[dict, dict[str, np.ndarray]]:
@@ -126,6 +216,11 @@ DUMP_CASES = [
     ("ggml-vec", ["--model", "qwen2.5-3b", "--phase", "decode", "--l", "300"], 1024),
     ("ggml-vec", ["--heads", "6", "--kv-heads", "3", "--head-dim", "20", "--n", "7"], 512),
     ("ggml-vec", ["--model", "pythia-410m", "--n", "70"], 256),
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "40"], 512),
+    ("fa-v", ["--model", "qwen2.5-3b", "--phase", "decode", "--l", "300"], 1024),
+    ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "130"], 1024),
+    ("fa-v", ["--heads", "6", "--kv-heads", "3", "--head-dim", "20", "--n", "7",
+              "--regime", "blocked"], 512),
 ]
 
 
@@ -157,11 +252,13 @@ def test_fp16_dump_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int
 
 # ---- the checker's sensitivity ----
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel,regime", [(k, None) for k in KERNELS] +
+                         [("fa-v", r) for r in ("auto", *FAV16_REGIMES)])
 @pytest.mark.parametrize("binary", ["attention", "family"])
-def test_fp16_perturb_fails(kernel: str, binary: str) -> None:
+def test_fp16_perturb_fails(kernel: str, regime: str | None, binary: str) -> None:
     b = FAMILY[kernel] if binary == "family" else "attention"
-    res = run16(kernel, ["--model", "pythia-410m", "--n", "8", "--test-perturb"], 512, b)
+    extra = ["--regime", regime] if regime else []
+    res = run16(kernel, ["--model", "pythia-410m", "--n", "8", "--test-perturb", *extra], 512, b)
     assert res.rc == 1, res.stdout + res.stderr
     rec = res.record
     assert rec["pass"] is False and rec["n_bad"] >= 1 and rec["max_abs_err"] > 0.1
@@ -215,6 +312,11 @@ BUG_CASES = [  # (kernel, args, vlen): bugs must be caught at these lengths
     ("ggml-vec", ["--model", "qwen2.5-3b", "--n", "64"], 512),
     ("ggml-vec", ["--model", "llama-3.2-1b", "--phase", "decode", "--l", "256"], 1024),
     ("ggml-vec", ["--heads", "5", "--kv-heads", "1", "--head-dim", "8", "--n", "20"], 128),
+    ("fa-v", ["--model", "tinyllama-1.1b", "--n", "64"], 512),  # rows
+    ("fa-v", ["--model", "llama-3.2-1b", "--phase", "decode", "--l", "256"], 1024),  # blocked
+    ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "256"], 1024),  # heads
+    ("fa-v", ["--model", "qwen2.5-3b", "--phase", "decode", "--l", "256", "--regime", "dot"],
+     256),
 ]
 
 
@@ -267,7 +369,16 @@ def test_fp16_reference_files(tmp_path: Path) -> None:
 
 BASE = ["--model", "tinyllama-1.1b", "--n", "4"]
 BAD_ARGS = [
-    ("attention", ["--kernel", "fa-v", *BASE, *FP16], "--precision", "not implemented for fa-v"),
+    # fa-v's regime without an fp16 version is refused, never run as another regime
+    ("attention", ["--kernel", "fa-v", *BASE, *FP16, "--regime", "packed"], "--regime",
+     "packed is not implemented for fa-v in fp16"),
+    ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--regime", "packed"], "--regime",
+     "packed is not implemented for fa-v in fp16"),
+    ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--lmul", "2"], "--lmul",
+     "only auto or 1"),
+    ("attention-fa-v-fp16", ["--kernel", "fa-v", *BASE, "--precision", "fp32"],
+     "--precision", "fp32 is not in this binary"),
+    ("attention-fa-v-fp16", ["--kernel", "ggml-vec", *BASE], "--kernel", "not in this binary"),
     ("attention-ggml-vec-fp16", ["--kernel", "ggml-vec", *BASE, "--precision", "fp32"],
      "--precision", "fp32 is not in this binary"),
     ("attention-scalar-fp16", ["--kernel", "ggml-scalar", *BASE, "--precision", "fp32"],
@@ -346,7 +457,7 @@ def test_fp16_vector_kernel_instructions() -> None:
     assert not [i for i in kernel if bad.search(i)]
 
 
-FP16_FUNCS = ("attn_ggml_vec_f16", "attn_ggml_scalar_f16")
+FP16_FUNCS = ("attn_ggml_vec_f16", "attn_ggml_scalar_f16", "attn_fa_v_f16")
 
 
 @pytest.mark.parametrize("binary", ["attention-fa-v", "attention-ggml-vec", "attention-scalar"])
@@ -360,9 +471,32 @@ def test_fp32_families_hold_no_fp16(binary: str) -> None:
 
 
 @pytest.mark.parametrize("binary,own", [("attention-ggml-vec-fp16", "attn_ggml_vec_f16"),
-                                        ("attention-scalar-fp16", "attn_ggml_scalar_f16")])
+                                        ("attention-scalar-fp16", "attn_ggml_scalar_f16"),
+                                        ("attention-fa-v-fp16", "attn_fa_v_f16")])
 def test_fp16_families_hold_one_kernel(binary: str, own: str) -> None:
     funcs = functions(llvm_objdump(binary, "--mattr=+zvfh"))
     assert own in funcs
     others = ("attn_fa_v", "fav_", "attn_ggml_vec", "attn_ggml_scalar")
     assert not [f for f in funcs if f.startswith(others) and f != own]
+
+
+def test_fav16_kernel_instructions() -> None:
+    """fa-v fp16 computes in half precision where it says it does: fp16 products widened into
+    fp32 sums for the scores (vfwmacc.vf, vfwmul.vv), fp16 multiply-adds for P V at e16
+    (vfmacc.vf, vfmacc.vv), widened into the fp32 accumulator (vfwadd.wv, vfwcvt), fp32 ->
+    fp16 narrowing (vfncvt), fp32 reductions (dot: vfredusum); no LMUL 8 and no segment or
+    indexed access; and it needs Zvfh."""
+    funcs = functions(llvm_objdump(FAV16, "--mattr=+zvfh"))
+    insns = [i for name, body in funcs.items() for i in body
+             if name.startswith(("attn_fa_v_f16", "rows_", "blk16_", "heads_", "dot_",
+                                 "fav16_"))]
+    for needed in ("vfwmacc.vf", "vfwmul.vv", "vfmacc.vf", "vfmacc.vv", "vfwadd.wv",
+                   "vfwcvt.f.f.v", "vfncvt.f.f.w", "vrgather.vv", "vfredusum.vs"):
+        assert any(i.startswith(needed) for i in insns), needed
+    assert any("e16, m1" in i for i in insns) and any("e32, m2" in i for i in insns)
+    bad = re.compile(r"^(vlseg|vsseg|vlsseg|vssseg|vluxseg|vloxseg|vsuxseg|vsoxseg|vlux|vlox"
+                     r"|vsux|vsox)|\bm8\b")
+    assert not [i for i in insns if bad.search(i)]
+    args = ["--kernel", "fa-v", *BASE]
+    assert qemu_run(FAV16, args, vlen=512, zvfh=True).rc == 0
+    assert qemu_run(FAV16, args, vlen=512).rc == -4  # SIGILL without Zvfh

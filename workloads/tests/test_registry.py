@@ -155,7 +155,7 @@ def test_ggml_kernel_runs_the_path_the_registry_names(k: Kernel) -> None:
 
 #: points on both sides of where ggml tiles: (phase, size)
 TILE_EDGES = [("prefill", 63), ("prefill", 64), ("decode", 64), ("decode", 520)]
-LIMITED = [k for k in KERNELS.values() if k.limits is not None]
+LIMITED = [k for k in KERNELS.values() if k.limits is not None and k.ggml_path]
 
 
 @pytest.mark.parametrize(("phase", "size"), TILE_EDGES, ids=[f"{p}-{s}" for p, s in TILE_EDGES])
@@ -170,3 +170,16 @@ def test_limits_are_the_workloads(k: Kernel, phase: str, size: int) -> None:
     res = qemu_run(k.binary, workload_args(axes, "none"), vlen=256)
     assert res.rc == (2 if why else 0), (why, res.rc, res.stderr)
     assert bool(why) == (phase != "prefill" or size < 64)
+
+
+@pytest.mark.parametrize("regime", ["packed", "rows"])
+def test_fav_fp16_limit_is_the_workload(regime: str) -> None:
+    """fa-v's registry limit (no packed regime in fp16) is what attention-fa-v-fp16 refuses."""
+    k = kernel("fa-v")
+    axes = {"kernel": "fa-v", "model": "pythia-410m", "seed": 1, "precision": "fp16",
+            "phase": "prefill", "n": 8, "l": None, "regime": regime}
+    why = k.cannot_run(axes, load_models()["pythia-410m"])
+    assert bool(why) == (regime == "packed")
+    assert k.cannot_run({**axes, "precision": "fp32"}, load_models()["pythia-410m"]) is None
+    res = qemu_run(k.binary_for("fp16"), workload_args(axes, "none"), vlen=256, zvfh=True)
+    assert res.rc == (2 if why else 0), (why, res.rc, res.stderr)

@@ -100,4 +100,31 @@ void fav_release(fav_ctx *c);
 
 /* ggml-vec in fp16 (Zvfh: build with -march=rv64gcv_zvfh) */
 void attn_ggml_vec_f16(const attn_problem_f16 *p);
+
+/* fa-v in fp16 (fa_v_f16.c, Zvfh): regimes rows, blocked, heads and dot; its choices and
+ * scratch, made before the region of interest like fa-v's. */
+typedef struct {
+    const attn_problem_f16 *pf;
+    attn_tunables t; /* t.regime resolved (not FAV_AUTO, never FAV_PACKED), t.lmul 1 */
+    int vlmax;       /* elements of e16 at LMUL 1 */
+    int strip;       /* rows: query rows per strip, <= vlmax */
+    attn_f16 *q16;   /* Q in fp16, [token][head][D] */
+    attn_f16 *qs16;  /* heads: one token's q, heads padded to whole registers */
+    attn_f16 *qt;    /* rows: Q^T of a strip, then its O^T in fp16, [D][strip] */
+    attn_f16 *kt;    /* blocked: the key block transposed, [kv head][D][block_c] */
+    attn_f16 *pr;    /* probabilities of one key block in fp16 */
+    float *m, *s;    /* running max and sum */
+    float *sc;       /* scores of one key block (fp32) */
+    float *acc;      /* fp32 O accumulator: blocked [row][head][D], heads [head][D], dot [D] */
+    float *acct;     /* rows: fp32 O^T of a strip, [D][strip] */
+    float *alpha, *inv, *mrep; /* heads: rescale and 1 / sum per head, max per key */
+    int *lim;        /* rows: one past the last key each row of the strip sees */
+    int pack, n_regs, hp, hb, tree_levels, lg_d; /* heads: as fav_ctx's */
+    int *seg, *seg_start, *pk_vl;
+    unsigned char *same_prev;
+} fav16_ctx;
+
+int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables *t); /* 0 ok */
+void attn_fa_v_f16(const fav16_ctx *c);
+void fav16_release(fav16_ctx *c);
 #endif

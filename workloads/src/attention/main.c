@@ -32,8 +32,8 @@
  * (attention-ggml-vec-fp16, attention-scalar-fp16, built with ATTN_HAS_FP32=0): every fp16
  * line of this file is inside #if ATTN_HAS_FP16, so the fp32 family binaries are the same
  * bytes with or without it, and a change to fp16 code re-ids no fp32 run. `attention` holds
- * both. fa-v in fp16 is a kernel still to come: a binary that has it defines
- * ATTN_HAS_FAV_F16=1 and provides attn_fa_v_f16 (see its call in main). */
+ * both. fa-v in fp16 (fa_v_f16.c) is in the binaries built with ATTN_HAS_FAV_F16=1:
+ * attention-fa-v-fp16 and `attention`. */
 #ifndef ATTN_HAS_FP32
 #define ATTN_HAS_FP32 1
 #endif
@@ -138,6 +138,9 @@ typedef struct {
 #if ATTN_HAS_FAV
     fav_ctx fav;
 #endif
+#if ATTN_HAS_FAV_F16
+    fav16_ctx fav16;
+#endif
 } kernel_state;
 
 /* The kernels of this workload, in the order of the kernel registry (workloads/kernels.py,
@@ -173,7 +176,7 @@ static void prepare_row(kernel_state *k, const attn_problem *p, attn_tunables *t
     k->r = t->r, k->unroll = t->unroll;
 }
 
-#if ATTN_HAS_FAV
+#if ATTN_HAS_FAV && ATTN_HAS_FP32
 /* fa-v decides its regime, LMUL and block sizes here, with the scratch it needs */
 static void prepare_fav(kernel_state *k, const attn_problem *p, attn_tunables *t,
                         const char *regime_asked) {
@@ -204,8 +207,8 @@ static void prepare_fav(kernel_state *k, const attn_problem *p, attn_tunables *t
 
 static void release_fav(kernel_state *k) { fav_release(&k->fav); }
 #define FAV ATTN_HAS_FAV, prepare_fav, release_fav
-#else
-#define FAV 0, prepare_row, NULL
+#else /* fa-v-fp16 holds fa-v in fp16 only: prepared in main (prepare_fav16) */
+#define FAV ATTN_HAS_FAV, prepare_row, NULL
 #endif
 
 static const attn_kernel KERNELS[] = {
@@ -361,6 +364,16 @@ static run_args parse(int argc, char **argv) {
     r.seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
     r.roi = parse_roi(&a);
     r.t = parse_tunables(&a, &r.shape, r.decode, &r.regime_asked);
+#if ATTN_HAS_FAV_F16
+    if (r.fp16 && r.kernel - KERNELS == FA_V) {
+        if (r.t.regime == FAV_PACKED)
+            die_arg("--regime: %s is not implemented for fa-v in fp16 (fp16 regimes: auto, "
+                    "rows, blocked, heads, dot)", r.regime_asked);
+        if (r.t.lmul > 1)
+            die_arg("--lmul: fa-v in fp16 runs e16 m1 with fp32 sums in e32 m2; only auto or "
+                    "1, got %d", r.t.lmul);
+    }
+#endif
 #if ATTN_HAS_FP16
     if (r.fp16 && r.kernel - KERNELS == GGML_VEC && r.t.lmul != 0)
         die_arg("--lmul: ggml-vec in fp16 keeps ggml's own register grouping (e16 m1 for "
@@ -444,6 +457,29 @@ static attn_problem_f16 prepare_f16(const attn_problem *p, float *q, float *k, f
     return f;
 }
 
+#if ATTN_HAS_FAV_F16
+/* fa-v in fp16: its regime (rows, blocked or heads), block sizes and scratch */
+static void prepare_fav16(kernel_state *k, const attn_problem_f16 *pf, attn_tunables *t,
+                          const char *regime_asked) {
+    fav16_ctx *fc = &k->fav16;
+    if (fav16_prepare(fc, pf, t) != 0) die_arg("out of memory");
+    const int rows = fc->t.regime == FAV_ROWS, heads = fc->t.regime == FAV_HEADS;
+    const int dot = fc->t.regime == FAV_DOT;
+    k->regime = rows ? "rows" : heads ? "heads" : dot ? "dot" : "blocked";
+    k->regime_asked = regime_asked;
+    k->transpose = heads || dot ? "none" : "strided";
+    k->tile_rows = 0;
+    t->lmul = fc->t.lmul;
+    t->block_c = fc->t.block_c;
+    k->vlmax = fc->vlmax; /* e16 elements */
+    k->strip = rows ? fc->strip : 0;
+    k->pack = heads ? fc->pack : 1;
+    k->r = fc->t.r;
+    k->unroll = fc->t.unroll;
+    k->step = heads ? pf->p->heads : rows ? pf->p->heads / pf->p->kv_heads : dot ? 1 : fc->t.unroll;
+}
+#endif
+
 static void release_f16(attn_problem_f16 *f) {
     free((void *)f->k), free((void *)f->v), free(f->o);
     free(f->q_row), free(f->acc16), free(f->acc32), free((void *)f->f16_table);
@@ -495,6 +531,11 @@ int main(int argc, char **argv) {
     }
 
     kernel_state ks;
+#if ATTN_HAS_FAV_F16
+    const int fav16 = r.fp16 && r.kernel - KERNELS == FA_V;
+    if (fav16) prepare_fav16(&ks, &p16, &r.t, r.regime_asked);
+    else
+#endif
     r.kernel->prepare(&ks, &p, &r.t, r.regime_asked);
 #if ATTN_HAS_FP16
     if (r.fp16 && r.kernel - KERNELS == GGML_VEC) r.t.lmul = 1; /* ggml's dot: e16 m1 */
@@ -510,7 +551,7 @@ int main(int argc, char **argv) {
         case GGML_VEC: attn_ggml_vec_f16(&p16); break;
 #endif
 #if ATTN_HAS_FAV_F16 /* the hook for fa-v in fp16; its preparation goes where fa-v's does */
-        case FA_V: attn_fa_v_f16(&p16, &ks); break;
+        case FA_V: attn_fa_v_f16(&ks.fav16); break;
 #endif
         default: break;
         }
@@ -523,12 +564,16 @@ int main(int argc, char **argv) {
 #if ATTN_HAS_GGML_VEC && ATTN_HAS_FP32
     case GGML_VEC: attn_ggml_vec(&p, &r.t); break;
 #endif
-#if ATTN_HAS_FAV
+#if ATTN_HAS_FAV && ATTN_HAS_FP32
     case FA_V: attn_fa_v(&ks.fav); break;
 #endif
     default: break;
     }
     roi_end(r.roi);
+#if ATTN_HAS_FAV_F16
+    if (fav16) fav16_release(&ks.fav16);
+    else
+#endif
     if (r.kernel->release) r.kernel->release(&ks);
 #if ATTN_HAS_FP16
     if (r.fp16) { /* the check reads O widened to fp32 (exact) */
