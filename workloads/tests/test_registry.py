@@ -51,8 +51,14 @@ PROBLEM = {"attention": {"phase": "prefill", "n": 9, "precision": "fp32"},
 OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}}
 
 
+def source_text(path: Path) -> str:
+    """A workload's main and the main_*.h parts it includes once (attention/main.c)."""
+    parts = [path, *sorted(path.parent.glob(f"{path.stem}_*.h"))]
+    return "".join(p.read_text() for p in parts)
+
+
 def options(family: Family, sources: dict[str, Path] = SOURCES) -> set[str]:
-    text = sources[family.name].read_text()
+    text = source_text(sources[family.name])
     return {*OPTION.findall(text), *OWN_OPTION.findall(text),
             *OPTION.findall(HARNESS.read_text())}
 
