@@ -183,7 +183,7 @@ def run_of(point: dict[str, Any], spec: Spec, inputs: Inputs, shown: str,
     """The run.json (with its id) that answers a point: the point's axes a kernel ignores
     set to null, the resolved system, the workload's command line."""
     k = registry.kernel(point["kernel"])
-    phase = point.get("phase") if k.family is registry.ATTENTION else None
+    phase = point.get("phase") if "phase" in k.family.axes else None
     used = registry.used_axes(k.name, phase)
     system = None
     if spec.target == "gem5":

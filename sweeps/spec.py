@@ -56,7 +56,7 @@ Axes = create_model(
     kernel=(_axis(Literal[registry.names()]), ...),  # type: ignore[valid-type]
     precision=(_axis(Precision), ["fp32"]),
     model=(_axis(str), Field(description="keys of workloads/models.yaml")),
-    phase=(_axis(Phase) | None, Field(None, description="attention kernels only")),
+    phase=(_axis(Phase) | None, Field(None, description="attention and layer kernels only")),
     n=(_axis(StrictInt) | None, Field(None, description="prefill tokens")),
     l=(_axis(StrictInt) | None, Field(None, description="decode KV length")),
     proj=(_axis(Proj) | None, Field(None, description="q8 kernels only: linear layer")),
@@ -196,13 +196,19 @@ def _check_models(spec: Spec) -> Problem:
 
 
 def _check_kernel_axes(spec: Spec) -> Problem:
-    """The axes the spec's kernels need: attention a phase and its size, q8 a projection."""
+    """The axes the spec's kernels need: attention and layer a phase and its size, q8 a
+    projection."""
     ax = spec.axes
-    attn = [k for k in ax.kernel if registry.kernel(k).family is registry.ATTENTION]
     q8 = [k for k in ax.kernel if registry.kernel(k).family is registry.Q8]
-    if attn:
+    for fam in registry.FAMILIES.values():
+        if "phase" not in fam.axes:
+            continue
+        attn = [k for k in ax.kernel if registry.kernel(k).family is fam]
+        if not attn:
+            continue
         if ax.phase is None:
-            return "axes.phase", f"required for attention kernels {attn} (prefill and/or decode)"
+            return "axes.phase", (f"required for {fam.name} kernels {attn} (prefill and/or "
+                                  "decode)")
         if "prefill" in ax.phase and ax.n is None:
             return "axes.n", "required when phase includes prefill (tokens N)"
         if "decode" in ax.phase and ax.l is None:

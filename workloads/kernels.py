@@ -65,6 +65,10 @@ TUNABLES: dict[str, Tunable] = {t.axis: t for t in (
             "q8: block scales decoded by bit manipulation or from a 65536-entry table"),
     Tunable("transpose", "--transpose", str, ("auto", "tile", "strided"),
             "fa-v: K^T, Q^T and O^T copies by tiles in registers or strided accesses"),
+    Tunable("attn", "--attn", str, ("ggml-vec", "fa-v", "ggml-scalar"),
+            "layer: the attention kernel (fp32; default ggml-vec, as llama.cpp)"),
+    Tunable("linear", "--linear", str, ("q8-ggml", "q8-packed", "q8-split", "q8-scalar"),
+            "layer: the Q8_0 kernel and weight layout of the linear layers (default q8-ggml)"),
 )}
 
 
@@ -129,7 +133,29 @@ Q8 = Family("q8", ("proj", "max_rows"), _q8_args, lambda _phase: {"proj", "max_r
             ranges=(Range("max_rows", "--max-rows", 1, 1 << 30),
                     Range("seed", "--seed", 0, 2**63 - 1)),
             lowered=_q8_lowered)
-FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8)}
+
+
+def _layer_args(axes: Mapping[str, Any]) -> list[str]:
+    size = ["--n", str(axes["n"])] if axes["phase"] == "prefill" else ["--l", str(axes["l"])]
+    return ["--phase", axes["phase"], *size]
+
+
+#: one decoder layer (src/layer): fp32 attention only, so no precision axis; a q8 point's
+#: axes (proj, max_rows) mean nothing to it
+LAYER = Family("layer", ("phase", "n", "l"), _layer_args,
+               lambda phase: {"phase", "n" if phase == "prefill" else "l"},
+               by_hand="layer", drops=("precision", "proj", "max_rows"),
+               ranges=(Range("n", "--n", 1, 1 << 16), Range("l", "--l", 1, 1 << 20),
+                       Range("seed", "--seed", 0, 2**31 - 1)))
+FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8, LAYER)}
+
+
+def _layer_builds(axes: Mapping[str, Any], shape: Mapping[str, Any]) -> str | None:
+    """The layer workload builds llama and qwen2 blocks; a GPT-NeoX block (Pythia:
+    LayerNorm, parallel residual, GELU MLP, biases) is not written yet (exit 2)."""
+    if shape.get("arch") == "gptneox":
+        return "the layer workload does not build GPT-NeoX blocks (Pythia) yet"
+    return None
 
 
 @dataclass(frozen=True)
@@ -241,6 +267,12 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
            doc="ggml's own Q8_0 mul_mat (vec_dot_q8_0_q8_0, rv64gcv)"),
     Kernel("q8-ggml-lib-scalar", Q8, "q8-ggml-lib-scalar", vector=False, ggml_path="auto",
            port="q8-scalar", doc="ggml's own Q8_0 mul_mat (rv64gc)"),
+    # one decoder layer: the q8 kernels for the linear layers, an attention kernel
+    Kernel("layer", LAYER, "layer", vector=True, tunables=("attn", "linear"),
+           limits=_layer_builds,
+           doc="one decoder layer, nine sublayers (one ROI each): --linear, --attn"),
+    Kernel("layer-scalar", LAYER, "layer-scalar", vector=False, limits=_layer_builds,
+           doc="one decoder layer without vector code (q8-scalar, ggml-scalar)"),
 )}
 
 #: axes every kernel reads: what it computes on (model, seed), a planted wrong result, and

@@ -10,6 +10,11 @@ import yaml
 
 MODELS_FILE = Path(__file__).resolve().parent / "models.yaml"
 FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate")
+#: what the layer workload also needs (models.yaml says where each comes from); kept apart
+#: from FIELDS so that models.h, and every binary but the layer's, stay as they were
+ARCHS = ("llama", "qwen2", "gptneox")
+ROPE_MODES = ("norm", "neox")
+LAYER_FIELDS = ("arch", "norm_eps", "rope_theta", "rope", "rope_dims", "rope_scaling")
 
 
 class ModelsError(ValueError):
@@ -34,7 +39,29 @@ def read_models(path: Path = MODELS_FILE) -> dict[str, dict[str, int]]:
                                   f"{value!r}")
         if shape["heads"] % shape["kv_heads"]:
             raise ModelsError(f"{path}: {name}: heads must be a multiple of kv_heads")
+        if problem := _layer_problem(shape):
+            raise ModelsError(f"{path}: {name}.{problem}")
     return data
+
+
+def _layer_problem(shape: dict) -> str | None:
+    """What is wrong with a model's layer fields ("key: ..."), or None."""
+    checks = {
+        "arch": (lambda v: v in ARCHS, f"one of {', '.join(ARCHS)}"),
+        "norm_eps": (lambda v: isinstance(v, float) and 0 < v < 1, "a float in (0, 1)"),
+        "rope_theta": (lambda v: isinstance(v, float) and v > 1, "a float > 1"),
+        "rope": (lambda v: v in ROPE_MODES, f"one of {', '.join(ROPE_MODES)}"),
+        "rope_dims": (lambda v: isinstance(v, int) and 2 <= v <= shape["head_dim"] and v % 2 == 0,
+                      "an even integer in [2, head_dim]"),
+        "rope_scaling": (lambda v: isinstance(v, list) and len(v) in (0, 4)
+                         and all(isinstance(x, int | float) and x > 0 for x in v),
+                         "[] or [factor, low_freq_factor, high_freq_factor, original_max_pos]"),
+    }
+    for key, (ok, what) in checks.items():
+        value = shape.get(key)
+        if not ok(value):
+            return f"{key}: expected {what}, got {value!r}"
+    return None
 
 
 @lru_cache(maxsize=4)

@@ -21,7 +21,7 @@ VB_SRC     := $(wildcard $(WL_DIR)/src/vbench/*.c)
 WL_BINS := $(WL_BUILD)/attention $(WL_BUILD)/attention-scalar $(WL_BUILD)/attention-fa-v \
            $(WL_BUILD)/attention-ggml-vec $(WL_BUILD)/attention-scalar-fp16 \
            $(WL_BUILD)/attention-ggml-vec-fp16 $(WL_BUILD)/attention-fa-v-fp16 \
-           $(WL_BUILD)/q8 $(WL_BUILD)/q8-scalar
+           $(WL_BUILD)/q8 $(WL_BUILD)/q8-scalar $(WL_BUILD)/layer $(WL_BUILD)/layer-scalar
 ifneq ($(VB_SRC),)
 WL_BINS += $(WL_BUILD)/vbench
 endif
@@ -84,6 +84,23 @@ $(WL_BUILD)/q8: $(Q8_SRC) $(Q8_HDR) $(COMMON_SRC) $(COMMON_HDR)
 
 $(WL_BUILD)/q8-scalar: $(Q8_SRC) $(Q8_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(Q8_SRC) $(COMMON_SRC) -o $@ -lm
+
+# One decoder layer (src/layer): links the q8 kernels and the fp32 attention kernels
+# themselves (their sources, not their workloads' mains); the model's layer parameters come
+# from a header of their own, so models.h and the other binaries do not change with them.
+$(WL_BUILD)/layer_models.h: $(WL_DIR)/models.yaml $(WL_DIR)/gen_models.py $(WL_DIR)/models.py
+	@mkdir -p $(WL_BUILD)
+	$(PYTHON) -m workloads.gen_models --layer $< $@
+
+LAYER_SRC  := $(wildcard $(WL_DIR)/src/layer/*.c)
+LAYER_HDR  := $(wildcard $(WL_DIR)/src/layer/*.h) $(WL_BUILD)/layer_models.h $(ATTN_HDR) $(Q8_HDR)
+LAYER_Q8   := $(WL_DIR)/src/q8/q8_kernels.c $(WL_DIR)/src/q8/q8_data.c
+
+$(WL_BUILD)/layer: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL) $(ATTN_GVEC) $(ATTN_FAV) $(WL_DIR)/src/attention/lmul.c $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(filter %.c,$^) -o $@ -lm
+
+$(WL_BUILD)/layer-scalar: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL) $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(filter %.c,$^) -o $@ -lm
 
 $(WL_BUILD)/vbench: $(VB_SRC) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(VB_SRC) $(COMMON_SRC) -o $@ -lm

@@ -26,7 +26,8 @@ BUILD = ROOT / "workloads" / "build"
 COSTLY = {("n", "hi"), ("l", "hi")}
 #: a small problem of each family, as a run's axes
 SMALL = {"attention": {"phase": "prefill", "n": 9, "precision": "fp32", "seed": 1},
-         "q8": {"proj": "k", "max_rows": 2, "seed": 1}}
+         "q8": {"proj": "k", "max_rows": 2, "seed": 1},
+         "layer": {"phase": "prefill", "n": 2, "seed": 1}}
 RANGE_IN_MESSAGE = re.compile(r"\[(-?\d+), (-?\d+)\]")
 
 

@@ -25,7 +25,8 @@ from workloads.kernels import (
 from workloads.models import load_models
 
 SOURCES = {"attention": ROOT / "workloads/src/attention/main.c",
-           "q8": ROOT / "workloads/src/q8/q8_main.c"}
+           "q8": ROOT / "workloads/src/q8/q8_main.c",
+           "layer": ROOT / "workloads/src/layer/layer_main.c"}
 #: the workloads of ggml's own kernels (one source, two binaries each)
 GGML_SOURCES = {"attention": ROOT / "workloads/src/ggml/ggml_attn.c",
                 "q8": ROOT / "workloads/src/ggml/ggml_q8.c"}
@@ -47,8 +48,10 @@ NOT_AXES = {
 
 #: a small problem of each family, as the planner's axes (and the other phase's)
 PROBLEM = {"attention": {"phase": "prefill", "n": 9, "precision": "fp32"},
-           "q8": {"proj": "k", "max_rows": 4}}
-OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}}
+           "q8": {"proj": "k", "max_rows": 4}, "layer": {"phase": "decode", "l": 9}}
+OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}, "layer": {"phase": "prefill", "n": 2}}
+#: the families with a workload on ggml's own kernels
+GGML_FAMILIES = [f for f in FAMILIES.values() if f.name in GGML_SOURCES]
 
 
 def source_text(path: Path) -> str:
@@ -84,7 +87,7 @@ def test_every_workload_option_is_an_axis_or_says_why_not(family: Family) -> Non
                              "workloads/kernels.py or a reason to NOT_AXES")
 
 
-@pytest.mark.parametrize("family", FAMILIES.values(), ids=list(FAMILIES))
+@pytest.mark.parametrize("family", GGML_FAMILIES, ids=[f.name for f in GGML_FAMILIES])
 def test_every_ggml_workload_option_is_an_axis_or_says_why_not(family: Family) -> None:
     """ggml's own workloads read no option a sweep cannot give or NOT_AXES does not explain
     (they take no tunable: the registry gives their kernels none)."""
@@ -159,7 +162,8 @@ def test_ggml_kernel_runs_the_path_the_registry_names(k: Kernel) -> None:
     assert k.port is None or kernel(k.port).vector == k.vector
 
 
-#: points on both sides of where ggml tiles: (phase, size)
+#: points on both sides of where ggml tiles: (phase, size) (the layer's limit, the models
+#: it builds: tests/test_layer.py)
 TILE_EDGES = [("prefill", 63), ("prefill", 64), ("decode", 64), ("decode", 520)]
 LIMITED = [k for k in KERNELS.values() if k.limits is not None and k.ggml_path]
 

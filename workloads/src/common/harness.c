@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common/harness.h"
+#include "common/m5op.h"
 
 #include <errno.h>
 #include <math.h>
@@ -116,16 +117,7 @@ roi_mode parse_roi(args_t *a) {
     return strcmp(arg_choice(a, "roi", "none", modes), "m5") == 0 ? ROI_M5 : ROI_NONE;
 }
 
-/* m5ops on RISC-V: opcode 0x7b with func in bits 31:25, a0 = a1 = 0 (GEM5_NOTES.md).
- * They trap on real hardware and QEMU, hence only with --roi m5.
- * Around the kernel: switch_cpu (0x52) so that set-up and the reference check run on gem5's
- * fast functional CPU and only the kernel on the detailed one (configs/run.py switches on
- * it), then reset_stats; after it dump_stats, then switch back. */
-#define M5OP(func) "li a0, 0\n\tli a1, 0\n\t.word " #func "\n\t"
-#define M5_SWITCH_CPU M5OP(0xa400007b)
-#define M5_RESET_STATS M5OP(0x8000007b)
-#define M5_DUMP_STATS M5OP(0x8200007b)
-
+/* The m5ops and what they do: common/m5op.h. */
 void roi_begin(roi_mode m) {
     if (m != ROI_M5) return;
     __asm__ volatile(M5_SWITCH_CPU M5_RESET_STATS ::: "a0", "a1", "memory");

@@ -1,0 +1,377 @@
+/* layer workload: one transformer decoder layer of a model (llama and qwen2 blocks, as
+ * llama.cpp builds them) as llama.cpp runs it on a CPU, with Q8_0 weights in a chosen
+ * layout (--linear) and a chosen attention kernel (--attn).
+ * args -> deterministic inputs and weights (set-up) -> nine sublayers, each its own region
+ * of interest (one gem5 stats dump each with --roi m5) -> double-precision reference of
+ * every sublayer's output -> check -> one JSON line -> exit 0 (correct), 1 (wrong),
+ * 2 (bad arguments). See workloads/README.md, "layer". */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/m5op.h"
+#include "layer/layer.h"
+
+/* The kernels of this workload (workloads/kernels.py, family layer): the vector build
+ * (binary `layer`) and the scalar one (`layer-scalar`, rv64gc: q8-scalar and ggml-scalar
+ * only). */
+static const char *const KERNELS[] = {"layer", "layer-scalar", NULL};
+#if VLSCALE_VECTOR
+#define THIS_KERNEL "layer"
+#define DEFAULT_LINEAR "q8-ggml"
+#define DEFAULT_ATTN "ggml-vec"
+#else
+#define THIS_KERNEL "layer-scalar"
+#define DEFAULT_LINEAR "q8-scalar"
+#define DEFAULT_ATTN "ggml-scalar"
+#endif
+/* in enum order (layer.h); the vector ones need the vector build */
+static const char *const LINEARS[] = {"q8-scalar", "q8-ggml", "q8-packed", "q8-split", NULL};
+static const char *const ATTNS[] = {"ggml-scalar", "ggml-vec", "fa-v", NULL};
+
+/* Tolerances: every element of a sublayer's output within TOL x RMS of that output's
+ * reference (layer_ref.c), each sublayer checked on the kernel's own inputs to it.
+ * Measured (python3 -m workloads.layer_error_survey: 210 runs, the six llama/qwen2 models,
+ * decode L = 1..2048, prefill N = 1..17, VLEN 128 and 1024, every layout and attention
+ * kernel), largest error / RMS: attn_norm 4.4e-7, qkv 2.1e-6, rope 3.2e-4 (at position
+ * 2047), attention 7.7e-6 (2048 keys), o_proj 1.3e-6, ffn_norm 5.8e-7, ffn_up_gate 1.9e-6,
+ * ffn_act 1.6e-6, ffn_down 1.3e-6. Hence 1e-5 (at least 5x) for the sublayers whose error
+ * does not depend on the sequence, 1e-4 for attention (13x at 2048 keys; the online
+ * softmax's error grows slowly with the keys), and for rope 1e-5 + ROPE_TOL_PER_POS x the
+ * last position: ggml's angles are pos x theta_scale^i made by repeated fp32 products,
+ * whose error, and so the rotated values', grows in proportion to the position (measured
+ * at most 2.7e-7 per position, 1.9e-7 at position 4095; 1e-6 per position is 3.7x). A bug
+ * (wrong row, head, pair, position or block) moves a sublayer's output by O(1) of its RMS. */
+#define ROPE_TOL_PER_POS 1e-6
+static double TOL[N_SUB] = {
+    [SUB_ATTN_NORM] = 1e-5, [SUB_QKV] = 1e-5, [SUB_ROPE] = 1e-5, [SUB_ATTENTION] = 1e-4,
+    [SUB_O_PROJ] = 1e-5, [SUB_FFN_NORM] = 1e-5, [SUB_FFN_UP_GATE] = 1e-5,
+    [SUB_FFN_ACT] = 1e-5, [SUB_FFN_DOWN] = 1e-5,
+};
+
+/* fa-v's --block-c auto as the attention workload resolves it (attention/main.c,
+ * auto_block_c: workloads/README.md, --block-c): in decode the largest of 64, 32, 16 keys
+ * whose K^T block fits a 64 KiB L1D, in prefill 128 keys unless the block exceeds four */
+static int fav_block_c(int kvh, int D, int decode) {
+    const long per_key = (long)kvh * D * (long)sizeof(float), l1d = 64L * 1024;
+    if (!decode) return per_key * 128 <= 4 * l1d ? 128 : 64;
+    for (int bc = 64; bc > 16; bc /= 2)
+        if (per_key * bc <= l1d) return bc;
+    return 16;
+}
+
+typedef struct {
+    const char *model, *phase, *linear, *attn;
+    int decode, n, l, perturb;
+    long seed;
+    roi_mode roi;
+} run_args;
+
+static int index_of(const char *const *list, const char *s) {
+    int i = 0;
+    while (strcmp(list[i], s) != 0) i++;
+    return i;
+}
+
+static run_args parse(int argc, char **argv) {
+    static const char *const phases[] = {"decode", "prefill", NULL};
+    args_t a;
+    args_init(&a, argc, argv);
+    run_args r;
+    const char *kernel = arg_choice(&a, "kernel", THIS_KERNEL, KERNELS);
+    if (strcmp(kernel, THIS_KERNEL) != 0)
+        die_arg("--kernel: '%s' is not this binary (this is %s)", kernel, THIS_KERNEL);
+    r.model = arg_str(&a, "model", NULL);
+    if (!r.model) die_arg("--model is required (a key of workloads/models.yaml)");
+    r.phase = arg_choice(&a, "phase", "decode", phases);
+    r.decode = strcmp(r.phase, "decode") == 0;
+    r.n = r.l = 0;
+    if (r.decode) {
+        if (arg_str(&a, "n", NULL)) die_arg("--n: not used with --phase decode (use --l)");
+        r.l = (int)arg_long(&a, "l", 256, 1, 1 << 20);
+    } else {
+        if (arg_str(&a, "l", NULL)) die_arg("--l: not used with --phase prefill (use --n)");
+        r.n = (int)arg_long(&a, "n", 8, 1, 1 << 16);
+    }
+    r.linear = arg_choice(&a, "linear", DEFAULT_LINEAR, LINEARS);
+    r.attn = arg_choice(&a, "attn", DEFAULT_ATTN, ATTNS);
+#if !VLSCALE_VECTOR
+    if (strcmp(r.linear, "q8-scalar") != 0)
+        die_arg("--linear: '%s' needs the vector build (layer); this is layer-scalar", r.linear);
+    if (strcmp(r.attn, "ggml-scalar") != 0)
+        die_arg("--attn: '%s' needs the vector build (layer); this is layer-scalar", r.attn);
+#endif
+    r.seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
+    r.roi = parse_roi(&a);
+    r.perturb = arg_flag(&a, "test-perturb");
+    args_finish(&a);
+    return r;
+}
+
+/* ---- inputs: from the seed only (not the kernels, not VLEN) ---- */
+static float *uniform(rng_t *rng, size_t n, float lo, float hi) {
+    float *p = xaligned(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = rng_uniform(rng, lo, hi);
+    return p;
+}
+
+/* Q8_0 weights of a plausible magnitude: block scales d around 2 / (127 sqrt(cols)) x
+ * [0.25, 1] (so an output has about the magnitude of an input), quants uniform in
+ * [-127, 127] (ggml's quantiser never gives -128), eight from each random word */
+static void make_linear(rng_t *rng, linear_t *L, size_t rows, size_t cols, int bias) {
+    L->rows = rows, L->cols = cols, L->nb = cols / QK;
+    const size_t nblk = rows * L->nb;
+    L->w = xaligned(nblk * sizeof(block_q8));
+    const float d0 = 2.0f / (127.0f * sqrtf((float)cols));
+    for (size_t i = 0; i < nblk; i++) {
+        L->w[i].d = fp32_to_fp16(d0 * rng_uniform(rng, 0.25f, 1.0f));
+        for (int j = 0; j < QK; j += 8) {
+            uint64_t r = rng_u64(rng);
+            for (int b = 0; b < 8; b++, r >>= 8) L->w[i].qs[j + b] = (int8_t)((int)((r & 255u) % 255u) - 127);
+        }
+    }
+    L->bias = bias ? uniform(rng, rows, -0.5f, 0.5f) : NULL;
+}
+
+static void free_linear(linear_t *L) {
+    free(L->w), free(L->bias);
+#if VLSCALE_VECTOR
+    q8_split_free(&L->split);
+#endif
+}
+
+static const layer_params *find_params(const char *name) {
+    for (int i = 0; i < N_LAYER_PARAMS; i++)
+        if (!strcmp(LAYER_PARAMS[i].name, name)) return &LAYER_PARAMS[i];
+    return NULL;
+}
+
+/* Llama 3's rope_freqs (llama.cpp computes them from rope_scaling when it converts the
+ * model): 1 for short wavelengths, the factor for long ones, a smooth blend between */
+static float *llama3_freq_factors(const layer_params *lp, int n_rot) {
+    float *ff = xaligned((size_t)(n_rot / 2) * sizeof(float));
+    const double lo_wl = lp->rs_orig / lp->rs_low, hi_wl = lp->rs_orig / lp->rs_high;
+    for (int i = 0; i < n_rot / 2; i++) {
+        const double freq = pow((double)lp->rope_theta, -2.0 * i / n_rot);
+        const double wl = 2.0 * 3.14159265358979323846 / freq; /* 2 pi / freq */
+        double f = 1.0;
+        if (wl > lo_wl) f = lp->rs_factor;
+        else if (wl >= hi_wl) {
+            const double smooth = (lp->rs_orig / wl - lp->rs_low) / (lp->rs_high - lp->rs_low);
+            f = 1.0 / ((1.0 - smooth) / lp->rs_factor + smooth);
+        }
+        ff[i] = (float)f;
+    }
+    return ff;
+}
+
+static void setup(layer_t *s, const run_args *r) {
+    memset(s, 0, sizeof *s);
+    s->m = find_model(r->model);
+    s->lp = find_params(r->model);
+    if (!s->m || !s->lp) {
+        char list[512] = "";
+        for (int i = 0; i < N_MODELS; i++) {
+            strncat(list, MODELS[i].name, sizeof list - strlen(list) - 1);
+            if (i + 1 < N_MODELS) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        }
+        die_arg("--model: unknown model '%s' (expected one of: %s)", r->model, list);
+    }
+    if (s->lp->arch == LAYER_ARCH_GPTNEOX)
+        die_arg("--model: %s is a GPT-NeoX block (LayerNorm, parallel residual, GELU MLP, "
+                "biases), which the layer workload does not build yet (llama, qwen2 only)",
+                r->model);
+    const model_shape *m = s->m;
+    s->H = (size_t)m->hidden, s->I = (size_t)m->intermediate;
+    s->heads = m->heads, s->kvh = m->kv_heads, s->D = m->head_dim, s->n_rot = s->lp->rope_dims;
+    s->qd = (size_t)s->heads * s->D, s->kvd = (size_t)s->kvh * s->D;
+    s->decode = r->decode;
+    s->ntok = r->decode ? 1 : (size_t)r->n;
+    s->pos0 = r->decode ? r->l - 1 : 0; /* decode: the token is the L-th position */
+    s->n_kv = s->pos0 + (int)s->ntok;
+    s->linear = index_of(LINEARS, r->linear);
+    s->attn = index_of(ATTNS, r->attn);
+
+    const size_t N = s->ntok, H = s->H, I = s->I;
+    rng_t rng;
+    rng_seed(&rng, (uint64_t)r->seed);
+    s->x = uniform(&rng, N * H, -1.0f, 1.0f);
+    s->w_attn_norm = uniform(&rng, H, 0.5f, 1.5f);
+    s->w_ffn_norm = uniform(&rng, H, 0.5f, 1.5f);
+    const int bias = s->lp->arch == LAYER_ARCH_QWEN2; /* Qwen2: q, k, v biases */
+    make_linear(&rng, &s->wq, s->qd, H, bias);
+    make_linear(&rng, &s->wk, s->kvd, H, bias);
+    make_linear(&rng, &s->wv, s->kvd, H, bias);
+    make_linear(&rng, &s->wo, H, s->qd, 0);
+    make_linear(&rng, &s->wgate, I, H, 0);
+    make_linear(&rng, &s->wup, I, H, 0);
+    make_linear(&rng, &s->wdown, H, I, 0);
+    /* the KV cache: earlier positions (decode) hold values in [-1, 1] */
+    s->kc = xaligned((size_t)s->n_kv * s->kvd * sizeof(float));
+    s->vc = xaligned((size_t)s->n_kv * s->kvd * sizeof(float));
+    for (size_t i = 0; i < (size_t)s->pos0 * s->kvd; i++) {
+        s->kc[i] = rng_uniform(&rng, -1.0f, 1.0f);
+        s->vc[i] = rng_uniform(&rng, -1.0f, 1.0f);
+    }
+
+    /* ggml's CPU backend decodes fp16 scales from a table it fills at init */
+    float *tab = xaligned(65536 * sizeof(float));
+    for (uint32_t w = 0; w < 65536; w++) tab[w] = fp16_to_fp32((uint16_t)w);
+    s->f16tab = tab;
+    s->rope_ff = s->lp->rs_factor > 0 ? llama3_freq_factors(s->lp, s->n_rot) : NULL;
+    s->rope_theta_scale = powf(s->lp->rope_theta, -2.0f / (float)s->n_rot);
+    s->rope_cache = xaligned((size_t)s->n_rot * sizeof(float));
+
+    const size_t qd = s->qd, kvd = s->kvd;
+    s->xn = xaligned(N * H * sizeof(float)), s->h = xaligned(N * H * sizeof(float));
+    s->hn = xaligned(N * H * sizeof(float)), s->ov = xaligned(N * H * sizeof(float));
+    s->dn = xaligned(N * H * sizeof(float)), s->out = xaligned(N * H * sizeof(float));
+    s->q = xaligned(N * qd * sizeof(float)), s->qr = xaligned(N * qd * sizeof(float));
+    s->ao = xaligned(N * qd * sizeof(float));
+    s->k = xaligned(N * kvd * sizeof(float)), s->v = xaligned(N * kvd * sizeof(float));
+    s->g = xaligned(N * I * sizeof(float)), s->u = xaligned(N * I * sizeof(float));
+    s->act = xaligned(N * I * sizeof(float));
+    s->xq_attn = xaligned(N * (H / QK) * sizeof(block_q8));
+    s->xq_ffn = xaligned(N * (H / QK) * sizeof(block_q8));
+    s->xq_o = xaligned(N * (qd / QK) * sizeof(block_q8));
+    s->xq_act = xaligned(N * (I / QK) * sizeof(block_q8));
+
+#if VLSCALE_VECTOR
+    if (s->linear == LIN_PACKED) s->xbuf = xaligned(I > H ? I : H);
+    if (s->linear == LIN_SPLIT) { /* layout conversion: set-up (done at model load) */
+        linear_t *all[] = {&s->wq, &s->wk, &s->wv, &s->wo, &s->wgate, &s->wup, &s->wdown};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+            const q8_problem p = {.rows = all[i]->rows, .cols = all[i]->cols,
+                                  .nb = all[i]->nb, .w = all[i]->w};
+            q8_split_convert(&p, &all[i]->split);
+        }
+    }
+#endif
+    /* attention over the cache: as the attention workload's decode (1 query over L keys)
+     * or prefill (N queries over N keys, causal) */
+    s->ap = (attn_problem){.heads = s->heads, .kv_heads = s->kvh, .head_dim = s->D,
+                           .n_q = (int)N, .n_kv = s->n_kv, .causal = !s->decode,
+                           .scale = 1.0f / sqrtf((float)s->D),
+                           .q = s->qr, .k = s->kc, .v = s->vc, .o = s->ao};
+    s->at = (attn_tunables){.block_r = 64, .block_c = fav_block_c(s->kvh, s->D, s->decode),
+                            .block_c_auto = 1, .unroll = 4, .r = 4, .lmul = 0,
+                            .regime = FAV_AUTO, .strip = 0, .transpose = FAV_TRANSPOSE_AUTO};
+#if VLSCALE_VECTOR
+    if (s->attn == ATT_GGML_VEC) s->at.lmul = attn_auto_lmul(s->D);
+    if (s->attn == ATT_FA_V && fav_prepare(&s->fav, &s->ap, &s->at) != 0) die_arg("out of memory");
+#endif
+}
+
+static void release(layer_t *s) {
+#if VLSCALE_VECTOR
+    if (s->attn == ATT_FA_V) fav_release(&s->fav);
+#endif
+    linear_t *all[] = {&s->wq, &s->wk, &s->wv, &s->wo, &s->wgate, &s->wup, &s->wdown};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free_linear(all[i]);
+    float *f[] = {s->x, s->xn, s->q, s->k, s->v, s->qr, s->ao, s->ov, s->h, s->hn, s->g,
+                  s->u, s->act, s->dn, s->out, s->kc, s->vc, s->rope_cache, s->rope_ff,
+                  s->w_attn_norm, s->w_ffn_norm, (float *)s->f16tab};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+    free(s->xq_attn), free(s->xq_o), free(s->xq_ffn), free(s->xq_act), free(s->xbuf);
+}
+
+/* what the attention kernel ran (fa-v decides before the regions of interest) */
+static const char *attn_regime(const layer_t *s) {
+#if VLSCALE_VECTOR
+    if (s->attn == ATT_FA_V)
+        return s->fav.heads ? "heads" : s->fav.rows ? "rows" : s->fav.dot ? "dot"
+               : s->fav.packed ? "packed" : "blocked";
+#else
+    (void)s;
+#endif
+    return "row";
+}
+
+static void report(const run_args *r, const layer_t *s, const err_stats *e,
+                   const double stage_err[N_SUB], int ok) {
+    json_begin();
+    json_str("workload", "layer");
+    /* the sublayers in region-of-interest order: gem5 stats dump i is sublayer i */
+    fputs(", \"sublayers\": [", stdout);
+    for (int i = 0; i < N_SUB; i++) printf("%s\"%s\"", i ? ", " : "", SUBLAYER_NAMES[i]);
+    fputc(']', stdout);
+    json_str("kernel", THIS_KERNEL);
+    json_str("model", r->model);
+    json_str("arch", LAYER_ARCH_NAMES[s->lp->arch]);
+    json_int("hidden", (long)s->H);
+    json_int("intermediate", (long)s->I);
+    json_int("heads", s->heads);
+    json_int("kv_heads", s->kvh);
+    json_int("head_dim", s->D);
+    json_str("phase", r->phase);
+    json_int(r->decode ? "l" : "n", r->decode ? r->l : r->n);
+    json_str("linear", r->linear);
+    json_str("attn", r->attn);
+    json_int("seed", r->seed);
+    json_str("roi", r->roi == ROI_M5 ? "m5" : "none");
+    json_int("vlen", (long)vlen_bits());
+    json_str("rope", s->lp->rope_neox ? "neox" : "norm");
+    json_int("rope_dims", s->n_rot);
+    json_bool("rope_freq_factors", s->rope_ff != NULL);
+    json_str("fp16", "table");
+    json_str("gemm", s->ntok == 1 ? "gemv" : "gemv per token, 16-token blocks");
+    json_int("row_block", s->ntok == 1 ? 0 : (long)layer_row_block(s, &s->wq));
+    json_str("attn_regime", attn_regime(s));
+    json_int("attn_lmul", s->attn == ATT_GGML_SCALAR ? 0
+#if VLSCALE_VECTOR
+                          : s->attn == ATT_FA_V ? s->fav.t.lmul
+#endif
+                          : s->at.lmul);
+#if VLSCALE_VECTOR
+    if (s->linear == LIN_SPLIT) json_int("tile_rows", (long)s->wq.split.tile);
+    if (s->linear == LIN_PACKED) json_int("blocks_per_reg", (long)q8_packed_blocks_per_reg());
+#endif
+    fputs(", \"stage_err\": {", stdout);
+    for (int i = 0; i < N_SUB; i++)
+        printf("%s\"%s\": %.6g", i ? ", " : "", SUBLAYER_NAMES[i], stage_err[i]);
+    fputs("}, \"stage_tol\": {", stdout);
+    for (int i = 0; i < N_SUB; i++)
+        printf("%s\"%s\": %.6g", i ? ", " : "", SUBLAYER_NAMES[i], TOL[i]);
+    fputc('}', stdout);
+    json_errors(e);
+    json_bool("pass", ok);
+    json_end();
+}
+
+int main(int argc, char **argv) {
+    const run_args r = parse(argc, argv);
+    layer_t s;
+    setup(&s, &r);
+
+    /* one region of interest per sublayer: roi_next dumps the stats of the one that ends
+     * and resets them for the next (gem5 stats dump i = SUBLAYER_NAMES[i - 1]) */
+    roi_begin(r.roi);
+    sub_attn_norm(&s);
+    roi_next(r.roi);
+    sub_qkv(&s);
+    roi_next(r.roi);
+    sub_rope(&s);
+    roi_next(r.roi);
+    sub_attention(&s);
+    roi_next(r.roi);
+    sub_o_proj(&s);
+    roi_next(r.roi);
+    sub_ffn_norm(&s);
+    roi_next(r.roi);
+    sub_ffn_up_gate(&s);
+    roi_next(r.roi);
+    sub_ffn_act(&s);
+    roi_next(r.roi);
+    sub_ffn_down(&s);
+    roi_end(r.roi);
+
+    TOL[SUB_ROPE] += ROPE_TOL_PER_POS * (double)(s.pos0 + (int)s.ntok - 1);
+    err_stats e;
+    double stage_err[N_SUB];
+    const int ok = layer_check(&s, r.perturb, &e, stage_err, TOL);
+    report(&r, &s, &e, stage_err, ok);
+    release(&s);
+    return ok ? EXIT_OK : EXIT_WRONG;
+}
