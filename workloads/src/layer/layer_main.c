@@ -167,7 +167,8 @@ static float *llama3_freq_factors(const layer_params *lp, int n_rot) {
     return ff;
 }
 
-static void setup(layer_t *s, const run_args *r) {
+/* the model's shape and parameters, the phase and the chosen kernels */
+static void setup_shape(layer_t *s, const run_args *r) {
     memset(s, 0, sizeof *s);
     s->m = find_model(r->model);
     s->lp = find_params(r->model);
@@ -193,7 +194,10 @@ static void setup(layer_t *s, const run_args *r) {
     s->n_kv = s->pos0 + (int)s->ntok;
     s->linear = index_of(LINEARS, r->linear);
     s->attn = index_of(ATTNS, r->attn);
+}
 
+/* the input, the weights and the KV cache, from the seed; RoPE's tables */
+static void setup_inputs(layer_t *s, const run_args *r) {
     const size_t N = s->ntok, H = s->H, I = s->I;
     rng_t rng;
     rng_seed(&rng, (uint64_t)r->seed);
@@ -223,8 +227,11 @@ static void setup(layer_t *s, const run_args *r) {
     s->rope_ff = s->lp->rs_factor > 0 ? llama3_freq_factors(s->lp, s->n_rot) : NULL;
     s->rope_theta_scale = powf(s->lp->rope_theta, -2.0f / (float)s->n_rot);
     s->rope_cache = xaligned((size_t)s->n_rot * sizeof(float));
+}
 
-    const size_t qd = s->qd, kvd = s->kvd;
+/* activations and quantised activations of every sublayer; the weights' layout */
+static void setup_buffers(layer_t *s) {
+    const size_t N = s->ntok, H = s->H, I = s->I, qd = s->qd, kvd = s->kvd;
     s->xn = xaligned(N * H * sizeof(float)), s->h = xaligned(N * H * sizeof(float));
     s->hn = xaligned(N * H * sizeof(float)), s->ov = xaligned(N * H * sizeof(float));
     s->dn = xaligned(N * H * sizeof(float)), s->out = xaligned(N * H * sizeof(float));
@@ -249,8 +256,12 @@ static void setup(layer_t *s, const run_args *r) {
         }
     }
 #endif
-    /* attention over the cache: as the attention workload's decode (1 query over L keys)
-     * or prefill (N queries over N keys, causal) */
+}
+
+/* attention over the cache: as the attention workload's decode (1 query over L keys) or
+ * prefill (N queries over N keys, causal) */
+static void setup_attention(layer_t *s) {
+    const size_t N = s->ntok;
     s->ap = (attn_problem){.heads = s->heads, .kv_heads = s->kvh, .head_dim = s->D,
                            .n_q = (int)N, .n_kv = s->n_kv, .causal = !s->decode,
                            .scale = 1.0f / sqrtf((float)s->D),
@@ -262,6 +273,13 @@ static void setup(layer_t *s, const run_args *r) {
     if (s->attn == ATT_GGML_VEC) s->at.lmul = attn_auto_lmul(s->D);
     if (s->attn == ATT_FA_V && fav_prepare(&s->fav, &s->ap, &s->at) != 0) die_arg("out of memory");
 #endif
+}
+
+static void setup(layer_t *s, const run_args *r) {
+    setup_shape(s, r);
+    setup_inputs(s, r);
+    setup_buffers(s);
+    setup_attention(s);
 }
 
 static void release(layer_t *s) {
