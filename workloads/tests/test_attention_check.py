@@ -292,15 +292,16 @@ def calls_inside_roi(listing: list[tuple[int, str]]) -> set[str]:
 
 @pytest.mark.parametrize("binary", ["attention", "attention-scalar", "attention-fa-v",
                                     "attention-ggml-vec", "attention-ggml-vec-fp16",
-                                    "attention-scalar-fp16"])
+                                    "attention-scalar-fp16", "attention-fa-v-fp16"])
 def test_roi_wraps_only_the_kernel(binary: str) -> None:
     """Every path from roi_begin to roi_end in main calls nothing but a kernel."""
     inside = calls_inside_roi(main_listing(binary))
     kernels = {"attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar", "attn_ggml_vec_f16",
-               "attn_ggml_scalar_f16"}
+               "attn_ggml_scalar_f16", "attn_fa_v_f16"}
     assert inside and inside <= kernels, inside
     assert ("attn_fa_v" in inside) == (binary in ("attention", "attention-fa-v"))
-    fp16 = {"attn_ggml_vec_f16", "attn_ggml_scalar_f16"} & inside
+    assert ("attn_fa_v_f16" in inside) == (binary in ("attention", "attention-fa-v-fp16"))
+    fp16 = {"attn_ggml_vec_f16", "attn_ggml_scalar_f16", "attn_fa_v_f16"} & inside
     assert bool(fp16) == (binary == "attention" or binary.endswith("-fp16")), inside
 
 
