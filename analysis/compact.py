@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import tarfile
 from pathlib import Path
@@ -49,10 +50,12 @@ REPO = Path(__file__).resolve().parent.parent
 GEM5_PATH = re.compile(r"/[^\s\"'<>:]+/(build/[A-Z0-9_]+/gem5\.\w+)")
 
 
-def scrub(data: bytes) -> bytes:
-    """Machine paths out of kept files: this checkout -> <repo>, a gem5 build -> <gem5>."""
+def scrub(data: bytes, checkouts: tuple[str, ...] = ()) -> bytes:
+    """Machine paths out of kept files: this checkout and the checkouts the runs ran from
+    -> <repo>, a gem5 build -> <gem5>."""
     text = data.decode("utf-8", errors="surrogateescape")
-    text = text.replace(str(REPO), "<repo>")
+    for root in sorted({str(REPO), *checkouts}, key=len, reverse=True):
+        text = text.replace(root, "<repo>")
     text = GEM5_PATH.sub(r"<gem5>/\1", text)
     return text.encode("utf-8", errors="surrogateescape")
 
@@ -85,6 +88,24 @@ def planned_runs(src: Path) -> set[str] | None:
         return None
 
 
+def run_checkouts(run_dirs: list[Path]) -> tuple[str, ...]:
+    """The checkouts the runs ran from (the `cd` line of each cmd.sh): a sweep run from
+    another clone, or with --results elsewhere, names paths that are not this checkout."""
+    found: set[str] = set()
+    for run_dir in run_dirs:
+        try:
+            lines = (run_dir / "cmd.sh").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("cd "):
+                words = shlex.split(line)
+                if len(words) == 2 and words[1].startswith("/") and words[1] != "/":
+                    found.add(words[1].rstrip("/"))
+                break
+    return tuple(sorted(found))
+
+
 def compact(src: Path, dst: Path) -> Compacted:
     """Compact SRC into DST. Only runs of the sweep's current plan are kept: after a change
     to a workload or to gem5 the runs of the old binaries stay in SRC/runs under their old
@@ -93,21 +114,22 @@ def compact(src: Path, dst: Path) -> Compacted:
     if not runs.is_dir():
         raise StatsError(f"{src}: not a sweep results folder (no runs/)")
     planned = planned_runs(src)
+    finished = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
+    run_dirs = [p for p in finished if planned is None or p.name in planned]
+    roots = run_checkouts(run_dirs)
     dst.mkdir(parents=True, exist_ok=True)
     for name in SWEEP_FILES:
         if (src / name).is_file():
-            (dst / name).write_bytes(scrub((src / name).read_bytes()))
-    members: list[tuple[str, bytes]] = [(name, scrub((src / name).read_bytes()))
+            (dst / name).write_bytes(scrub((src / name).read_bytes(), roots))
+    members: list[tuple[str, bytes]] = [(name, scrub((src / name).read_bytes(), roots))
                                         for name in ARCHIVED_SWEEP_FILES
                                         if (src / name).is_file()]
     problems: list[str] = []
-    finished = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
-    run_dirs = [p for p in finished if planned is None or p.name in planned]
     for run_dir in run_dirs:
         base = f"runs/{run_dir.name}"
         for name in RUN_FILES:
             if (run_dir / name).is_file():
-                members.append((f"{base}/{name}", scrub((run_dir / name).read_bytes())))
+                members.append((f"{base}/{name}", scrub((run_dir / name).read_bytes(), roots)))
         stats = run_dir / "stats.txt"
         if stats.is_file():
             try:

@@ -62,6 +62,22 @@ def test_machine_paths_are_scrubbed() -> None:
     assert '"<gem5>/build/RISCV/gem5.opt"' in out
 
 
+def test_paths_of_the_checkout_a_run_ran_from_are_scrubbed(sweep: Path, tmp_path: Path) -> None:
+    """A sweep run from another clone (or with --results elsewhere): its cmd.sh `cd`s there
+    and its files name that clone, which is not this checkout; the archive names neither."""
+    other = "/srv/another clone/vecscale"
+    run = next(p for p in sorted((sweep / "runs").iterdir()) if (p / "status.json").is_file())
+    (run / "cmd.sh").write_text(f"#!/usr/bin/env bash\nset -eu\ncd '{other}'\nexec true\n")
+    status = run / "status.json"
+    status.write_text(status.read_text().rstrip().rstrip("}")
+                      + f', "note": "ran {other}/workloads/build/attention"}}')
+    compact(sweep, tmp_path / "a")
+    with tarfile.open(tmp_path / "a" / RUNS_ARCHIVE) as tar:
+        text = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+    assert other.encode() not in text
+    assert b"<repo>/workloads/build/attention" in text
+
+
 def test_only_the_current_plans_runs_are_kept(sweep: Path, tmp_path: Path) -> None:
     """After a rebuilt workload the old binary's runs stay in runs/ under their old ids;
     points.json (the current plan) decides which go into the archive."""
