@@ -34,6 +34,13 @@ static inline int attn_kv_end(const attn_problem *p, int i) {
     return p->causal ? i + 1 + (p->n_kv - p->n_q) : p->n_kv;
 }
 
+/* ceil(log2(x)) for x >= 1: fa-v's shifts and reduction-tree depths (fp32 and fp16) */
+static inline int fav_log2(int x) {
+    int lg = 0;
+    while ((1 << lg) < x) lg++;
+    return lg;
+}
+
 void attn_ggml_scalar(const attn_problem *p);
 
 /* Half precision (--precision fp16), as ggml runs attention with an F16 KV cache: K and V

@@ -57,11 +57,6 @@ static inline h16 *HW(attn_f16 *x) { return (h16 *)x; }
 #define F16_MASKED (-1e30f) /* a score no real one reaches (exp underflows to ~0) */
 
 static int is_pow2(int x) { return x >= 1 && !(x & (x - 1)); }
-static int ilog2(int x) {
-    int lg = 0;
-    while ((1 << lg) < x) lg++;
-    return lg;
-}
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 #include "attention/fa_v_f16_rows.h"
@@ -138,11 +133,11 @@ static void fav16_blocked(const fav16_ctx *c) {
 static int heads_prepare(fav16_ctx *c) {
     const attn_problem *p = c->pf->p;
     const int Hh = p->heads, D = p->head_dim, E = (int)__riscv_vsetvlmax_e16m1(), G = Hh / p->kv_heads;
-    c->lg_d = ilog2(D);
+    c->lg_d = fav_log2(D);
     c->pack = E >= D ? E / D : 1;
     c->n_regs = (Hh + c->pack - 1) / c->pack;
     c->hp = c->n_regs * c->pack;
-    c->tree_levels = ilog2(E < D ? E : D);
+    c->tree_levels = fav_log2(E < D ? E : D);
     const int unit = E / gcd(E, c->hp), want = c->t.block_c_auto ? F16_HEADS_AUTO_BLOCK_C : c->t.block_c;
     c->hb = (want + unit - 1) / unit * unit;
     c->t.block_c = c->hb;

@@ -21,12 +21,6 @@ static int fav_tile_rows(int D) {
     return (int)(TILE_REGS * __riscv_vsetvlmax_e32m1()) / D;
 }
 
-static inline int fav_log2(int x) {
-    int lg = 0;
-    while ((1 << lg) < x) lg++;
-    return lg;
-}
-
 /* The unzip of a tile (a, b) into (evens, odds). */
 #define TILE_UNZIP(a, b, vl2)                                                                \
     do {                                                                                     \
