@@ -203,11 +203,11 @@ def _check_kernel_axes(spec: Spec) -> Problem:
     for fam in registry.FAMILIES.values():
         if "phase" not in fam.axes:
             continue
-        attn = [k for k in ax.kernel if registry.kernel(k).family is fam]
-        if not attn:
+        phased = [k for k in ax.kernel if registry.kernel(k).family is fam]
+        if not phased:
             continue
         if ax.phase is None:
-            return "axes.phase", (f"required for {fam.name} kernels {attn} (prefill and/or "
+            return "axes.phase", (f"required for {fam.name} kernels {phased} (prefill and/or "
                                   "decode)")
         if "prefill" in ax.phase and ax.n is None:
             return "axes.n", "required when phase includes prefill (tokens N)"
