@@ -28,12 +28,12 @@ from workloads.kernels import family_of
 from .compact import ROI_ONLY_STATS, RUNS_ARCHIVE
 from .completeness import with_plan
 from .contents import result_problems, run_problems
-from .metrics import derived, num, pick, shape_metrics, stats_metrics
+from .metrics import clock_hz, derived, num, pick, regions_of, shape_metrics, stats_metrics
 from .stats import StatsError, read_text
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 7
+SCHEMA = 8
 
 
 class CollectError(Exception):
@@ -125,7 +125,7 @@ def load_run(run_dir: Path, base: Path | None = None) -> dict[str, Any]:
     errors += bad
     result = {k: v for k, v in (result or {}).items() if not any(f": {k}:" in b for b in bad)}
     _result_columns(row, axes, result)
-    _stats_columns(row, run_dir, rel, run, errors)
+    _stats_columns(row, run_dir, rel, run, errors, regions_of(result))
     row.update(derived(row, axes, system, result))
     cycles = num(row.get("cycles"))
     row["analysis_error"] = "; ".join(errors)
@@ -162,6 +162,7 @@ def _run_columns(row: dict[str, Any], axes: dict[str, Any], system: dict[str, An
         else:
             row[k] = json.dumps(v, sort_keys=True)
     row["lane_bits"] = num(pick("lane_bits", system, default=64))
+    row["clock_hz"] = clock_hz(system.get("clock"))
     oplat = system.get("op_latency")
     row["op_latency"] = json.dumps(oplat, sort_keys=True) if isinstance(oplat, dict) else ""
 
@@ -181,7 +182,7 @@ def _result_columns(row: dict[str, Any], axes: dict[str, Any], result: dict[str,
 
 
 def _stats_columns(row: dict[str, Any], run_dir: Path, rel: str, run: dict[str, Any],
-                   errors: list[str]) -> None:
+                   errors: list[str], regions: tuple[str, ...] = ()) -> None:
     stats_path = run_dir / "stats.txt"
     roi_only = not stats_path.exists() and (run_dir / ROI_ONLY_STATS).exists()
     if roi_only:
@@ -191,7 +192,7 @@ def _stats_columns(row: dict[str, Any], run_dir: Path, rel: str, run: dict[str, 
     shown = f"{rel}/{stats_path.name}"
     try:
         roi = 1 if roi_only else int(pick("roi_dump", run, default=1))
-        row.update(stats_metrics(read_text(stats_path), shown, roi, roi_only))
+        row.update(stats_metrics(read_text(stats_path), shown, roi, roi_only, regions))
     except StatsError as exc:
         if row["status"] == "ok":
             errors.append(str(exc).replace(str(stats_path), shown))

@@ -2,16 +2,16 @@
 
 For every finished run of SRC (a folder with status.json) that the sweep's current plan
 names (points.json; runs of older workload or gem5 binaries are left out) DST's
-`runs.tar.gz` gets
-run.json, status.json, result.json and `stats.roi.txt`: the ROI dump only, restricted to
-the stats the tables, plots and the report read (KEEP). A gem5 stats.txt of about 400 KiB
-becomes about 15 KiB of text, alike from run to run like the JSON files, so the one
-compressed archive holds a thousand runs in a few MB. The sweep's own files (sweep.yaml,
-points.json, provenance.json) are copied as they are. `collect` unpacks the archive into
-DST/runs on first use and reads a compacted run like any other (stats.roi.txt when
-stats.txt is absent). The archive is rewritten whole (deterministically: sorted, no
-timestamps), so compacting again after a resumed sweep is safe. Machine paths are scrubbed
-from the kept files (this checkout -> `<repo>`, a gem5 build -> `<gem5>/build/...`).
+`runs.tar.gz` gets run.json, status.json, result.json and `stats.roi.txt`: the ROI dump
+only (a layer's: one per sublayer), restricted to the stats the tables, plots and the
+report read (KEEP). A gem5 stats.txt of about 400 KiB becomes about 15 KiB of text, alike
+from run to run like the JSON files, so the one compressed archive holds a thousand runs in
+a few MB. The sweep's own files (sweep.yaml, points.json, provenance.json) are copied as
+they are. `collect` unpacks the archive into DST/runs on first use and reads a compacted
+run like any other (stats.roi.txt when stats.txt is absent). The archive is rewritten whole
+(deterministically: sorted, no timestamps), so compacting again after a resumed sweep is
+safe. Machine paths are scrubbed from the kept files (this checkout -> `<repo>`, a gem5
+build -> `<gem5>/build/...`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple
 
+from .metrics import regions_of
 from .stats import BEGIN, END, StatsError, parse_text, read_text
 
 #: a compacted run keeps only its ROI dump, filtered, under this name
@@ -60,16 +61,30 @@ def scrub(data: bytes, checkouts: tuple[str, ...] = ()) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
-def compact_stats(text: str, source: str, roi: int) -> str:
-    """The ROI dump of a stats.txt, only the KEEP lines, as a one-dump stats text."""
+def compact_stats(text: str, source: str, roi: int, span: int = 1) -> str:
+    """The ROI dump of a stats.txt (`span` dumps from it: a layer's sublayers), only the
+    KEEP lines, as a stats text of that many dumps."""
     dumps = parse_text(text, source)
-    if not 1 <= roi <= len(dumps):
-        raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
-    dump = dumps[roi - 1]
-    keep = re.compile("(" + KEEP.format(cpu=re.escape(dump.cpu())) + ")$")
-    lines = [ln for ln in dump.to_text().splitlines()
-             if ln.split(None, 1) and keep.match(ln.split(None, 1)[0])]
-    return "\n".join([f"\n{BEGIN} ----------", *lines, "", f"{END}   ----------", ""])
+    if not 1 <= roi <= len(dumps) - span + 1:
+        regions = f" with {span} regions" if span > 1 else ""
+        raise StatsError(f"{source}: roi_dump is {roi}{regions} but the file has "
+                         f"{len(dumps)} dump(s)")
+    out: list[str] = []
+    for dump in dumps[roi - 1:roi - 1 + span]:
+        keep = re.compile("(" + KEEP.format(cpu=re.escape(dump.cpu())) + ")$")
+        lines = [ln for ln in dump.to_text().splitlines()
+                 if ln.split(None, 1) and keep.match(ln.split(None, 1)[0])]
+        out += [f"\n{BEGIN} ----------", *lines, "", f"{END}   ----------", ""]
+    return "\n".join(out)
+
+
+def _span(run_dir: Path) -> int:
+    """Dumps the run's ROI spans: one per region of its result (a layer's sublayers)."""
+    try:
+        result = json.loads((run_dir / "result.json").read_text())
+    except (OSError, ValueError):
+        return 1
+    return max(1, len(regions_of(result))) if isinstance(result, dict) else 1
 
 
 class Compacted(NamedTuple):
@@ -134,7 +149,7 @@ def compact(src: Path, dst: Path) -> Compacted:
         if stats.is_file():
             try:
                 roi = int(json.loads((run_dir / "run.json").read_text()).get("roi_dump", 1))
-                text = compact_stats(read_text(stats), str(stats), roi)
+                text = compact_stats(read_text(stats), str(stats), roi, _span(run_dir))
                 members.append((f"{base}/{ROI_ONLY_STATS}", text.encode()))
             except (StatsError, OSError, ValueError) as exc:
                 problems.append(f"{run_dir.name}: {str(exc).splitlines()[0]}")

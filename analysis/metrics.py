@@ -5,13 +5,14 @@ them (FLOP/cycle, share of the lanes' peak). Formulas: analysis/README.md."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from vecscale.vocab import SIMD_CLASSES, VECTOR_UNIT_CLASSES
 from workloads.kernels import Q8, family_of
 from workloads.models import ModelsError, load_models
 
-from .stats import StatsError, parse_text
+from .stats import Dump, StatsError, parse_text
 
 #: column prefix -> the cache's stat group, tried in order: the standard library's board
 #: (configs/run.py), then the classic se.py names
@@ -21,6 +22,16 @@ ELEM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
 ELEM_BITS = {k: 8 * v for k, v in ELEM_BYTES.items()}
 Q8_BLOCK = 32  # int8 values per block_q8_0
 Q8_BLOCK_BYTES = 34  # fp16 scale + 32 int8
+
+
+CLOCK = re.compile(r"^\s*([0-9.]+)\s*([kMG]?)Hz\s*$")
+CLOCK_UNIT = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def clock_hz(text: Any) -> float:
+    """gem5's clock string ("2GHz") in Hz; NaN when it is not one."""
+    m = CLOCK.match(str(text)) if text is not None else None
+    return float(m.group(1)) * CLOCK_UNIT[m.group(2)] if m else math.nan
 
 
 def num(x: Any) -> float:
@@ -78,6 +89,8 @@ def shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, flo
         out["bytes_min"] = q8_bytes(rows, cols)
         return out
     model = _models().get(str(pick("model", axes, result, default="")), {})
+    if workload == "layer":
+        return layer_shape(axes, result, model)
     heads = num(pick("heads", result, model))
     kv = num(pick("kv_heads", result, model))
     d = num(pick("head_dim", result, model))
@@ -90,17 +103,76 @@ def shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, flo
     return out
 
 
-def stats_metrics(text: str, source: str, roi: int, roi_only: bool = False) -> dict[str, Any]:
+#: per-run counters that add up over consecutive dumps (a layer's sublayers); the rest of a
+#: dump's metrics (ratios, flags) are not kept for a multi-dump region
+ADDITIVE = ("cycles", "sim_ticks", "sim_seconds", "insts", "ops", "vec_uops_total",
+            "l1d_accesses", "l1d_misses", "l2_accesses", "l2_misses", "vec_busy_total",
+            "vec_elems_total", "vec_timing_uops_total", "vec_timing_uops_arith",
+            "vec_elems_arith", "vec_wait_total", "vec_element_bits",
+            *(f"vec_uops_{c}" for c in SIMD_CLASSES), *(f"vec_busy_{c}" for c in SIMD_CLASSES))
+#: what each sublayer of a multi-dump region keeps as its own column, sub_<name>_<metric>
+SUB_METRICS = ("cycles", "insts", "vec_uops_total", "vec_busy_total", "l1d_misses")
+
+
+def regions_of(result: dict[str, Any]) -> tuple[str, ...]:
+    """The ROI's regions of a workload that dumps once per region (the layer's sublayers, in
+    dump order), else ()."""
+    subs = result.get("sublayers")
+    if isinstance(subs, list) and subs and all(isinstance(x, str) for x in subs):
+        return tuple(subs)
+    return ()
+
+
+def layer_shape(axes: dict[str, Any], result: dict[str, Any], model: dict[str, Any]
+                ) -> dict[str, float]:
+    """A decoder layer's FLOPs (its four Q8_0 matrix products, 2 per weight per token, and
+    attention) and compulsory bytes (the Q8_0 weights read once, attention's)."""
+    h, i = num(pick("hidden", result, model)), num(pick("intermediate", result, model))
+    heads, kv = num(pick("heads", result, model)), num(pick("kv_heads", result, model))
+    d = num(pick("head_dim", result, model))
+    phase = str(pick("phase", axes, result, default=""))
+    n, l_ = num(pick("n", result, axes)), num(pick("l", result, axes))
+    tokens = n if phase == "prefill" else 1.0
+    weights = h * heads * d * 2 + 2 * h * kv * d + 3 * h * i  # q and o, k and v, the FFN
+    return {"flops": 2.0 * weights * tokens + attention_flops(phase, heads, d, n, l_),
+            "bytes_min": weights / Q8_BLOCK * Q8_BLOCK_BYTES
+            + attention_bytes(phase, heads, kv, d, n, l_, ELEM_BYTES["fp32"])}
+
+
+def stats_metrics(text: str, source: str, roi: int, roi_only: bool = False,
+                  regions: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The metrics of the ROI dump; with `regions` (a layer's sublayers, one dump each from
+    `roi` on), their sums, and each region's SUB_METRICS as columns of its own."""
     dumps = parse_text(text, source)
-    if not 1 <= roi <= len(dumps):
-        raise StatsError(f"{source}: roi_dump is {roi} but the file has {len(dumps)} dump(s)")
+    span = max(1, len(regions))
+    if not 1 <= roi <= len(dumps) - span + 1:
+        have = f"{len(dumps)} dump(s)"
+        if span > 1:
+            raise StatsError(f"{source}: {span} regions ({', '.join(regions)}) from dump "
+                             f"{roi} on, but the file has {have}")
+        raise StatsError(f"{source}: roi_dump is {roi} but the file has {have}")
     if roi == len(dumps) == 1 and not roi_only:
         # gem5 always appends a dump at exit (atexit), so a file with one dump has no ROI
         # dump: the workload's dump_stats never ran (ROI m5ops not enabled?).
         raise StatsError(f"{source}: only one dump (gem5's exit dump): the workload's ROI "
                          "dump is missing")
-    d = dumps[roi - 1]
-    m: dict[str, Any] = {"n_dumps": len(dumps)}
+    if span == 1:
+        return {"n_dumps": len(dumps), **dump_metrics(dumps[roi - 1])}
+    per = [dump_metrics(d) for d in dumps[roi - 1:roi - 1 + span]]
+    m: dict[str, Any] = {"n_dumps": len(dumps), "has_vec_timing": per[0]["has_vec_timing"]}
+    for key in ADDITIVE:
+        if all(key in one for one in per):
+            m[key] = sum(one[key] for one in per)
+    m["host_seconds"] = sum(one["host_seconds"] for one in per)
+    for name, one in zip(regions, per, strict=True):
+        for key in SUB_METRICS:
+            m[f"sub_{name}_{key}"] = one.get(key, math.nan)
+    return m
+
+
+def dump_metrics(d: Dump) -> dict[str, Any]:
+    """Cycles, instruction mix, caches and the timing patch's vector statistics of one dump."""
+    m: dict[str, Any] = {}
     cpu = d.cpu()
     m["cycles"] = d.get(f"{cpu}.numCycles")
     ticks, freq = d.get("simTicks", math.nan), d.get("simFreq", math.nan)

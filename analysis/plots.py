@@ -22,6 +22,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from workloads.kernels import headline  # noqa: E402
 
 from .cycles import q8_breakdown_table, vl_fill_table  # noqa: E402
+from .layer import sublayer_table  # noqa: E402
 from .select import usable  # noqa: E402
 from .speedup import REF_VLEN, speedup_table, vl_scaling_table  # noqa: E402
 
@@ -342,6 +343,52 @@ def vl_fill(df: pd.DataFrame, out_dir: Path) -> list[Path]:
         return _save(fig, out_dir, "vl_fill")
 
 
+#: layer_sublayers' columns stacked in layer_breakdown, bottom up, and their colours
+LAYER_STACK = {"attention": "#0072B2", "qkv": "#E69F00", "o_proj": "#F0E442",
+               "ffn_up_gate": "#D55E00", "ffn_down": "#CC79A7", "other": "#999999"}
+
+
+def layer_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """A decoder layer's cycles per sublayer, stacked: a panel per model and phase, a group
+    of bars per VLEN, a bar per variant (attention kernel / linear layout; layer-scalar
+    once, left). Norms, RoPE and the SwiGLU product are `other`."""
+    t = sublayer_table(df)
+    _need(t, ["model", "phase", "kernel"], "layer breakdown")
+    t = t.copy()
+    t["other"] = t["attn_norm"] + t["rope"] + t["ffn_norm"] + t["ffn_act"]
+    t["variant"] = [("scalar" if k == "layer-scalar" else f"{a} / {li}")
+                    for k, a, li in zip(t["kernel"], t.get("attn", ""), t.get("linear", ""),
+                                        strict=True)]
+    panels = sorted({(m, ph) for m, ph in zip(t["model"], t["phase"], strict=True)})
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(len(panels), 1, figsize=(9, 3.2 * len(panels)), squeeze=False)
+        for ax, (model, phase) in zip(axs[:, 0], panels, strict=True):
+            tp = t[(t["model"] == model) & (t["phase"] == phase)]
+            bars = _layer_bars(tp)
+            x = np.arange(len(bars))
+            bottom = np.zeros(len(bars))
+            for part, colour in LAYER_STACK.items():
+                vals = np.array([float(r[part]) / 1e6 for _, r in bars])
+                ax.bar(x, vals, bottom=bottom, color=colour, label=part, width=0.8)
+                bottom += vals
+            ax.set_xticks(x)
+            ax.set_xticklabels([lab for lab, _ in bars], rotation=60, ha="right", fontsize=6)
+            ax.set_ylabel("Mcycles per layer")
+            ax.set_title(f"{model}, {phase}")
+        axs[0][0].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        return _save(fig, out_dir, "layer_breakdown")
+
+
+def _layer_bars(tp: pd.DataFrame) -> list[tuple[str, Any]]:
+    """(label, row) per bar: the scalar run first, then per VLEN each variant."""
+    out = [("scalar", r) for _, r in tp[tp["variant"] == "scalar"].iterrows()][:1]
+    vec = tp[tp["variant"] != "scalar"]
+    for vlen in sorted(pd.unique(vec["vlen"])) if "vlen" in vec.columns else []:
+        for _, r in vec[vec["vlen"] == vlen].sort_values("variant").iterrows():
+            out.append((f"{int(vlen)}: {r['variant']}", r))
+    return out
+
+
 FIGURES = {
     "speedup_vs_vlen": speedup_vs_vlen,
     "vlen_lanes_heatmap": vlen_lanes_heatmap,
@@ -349,7 +396,12 @@ FIGURES = {
     "peak_share": peak_share,
     "lane_utilisation": lane_utilisation,
     "vl_fill": vl_fill,
+    "layer_breakdown": layer_breakdown,
 }
+
+
+#: figures of workloads only some sweeps run: absent without a note when there is no data
+OPTIONAL = frozenset({"layer_breakdown"})
 
 
 def make_all(df: pd.DataFrame, out_dir: Path) -> tuple[dict[str, list[Path]], list[str]]:
@@ -360,5 +412,6 @@ def make_all(df: pd.DataFrame, out_dir: Path) -> tuple[dict[str, list[Path]], li
         try:
             made[name] = fn(df, out_dir)
         except Skip as exc:
-            notes.append(str(exc))
+            if name not in OPTIONAL:
+                notes.append(str(exc))
     return made, notes

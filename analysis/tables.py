@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import compare, cycles, fidelity, hardware, runs, speedup, studies
+from . import compare, cycles, fidelity, hardware, layer, runs, speedup, studies
 from .formatting import write_table
 
 #: a builder gets the collected runs and a getter for tables it builds on
@@ -57,6 +57,11 @@ CATALOGUE: tuple[Table, ...] = (
           "(elements per micro-op against VLMAX)", lambda df, _: cycles.vl_fill_table(df)),
     Table("regimes", "fa-v's regimes side by side (ROI cycles; the fastest)",
           lambda df, _: studies.regime_table(df), omit_when_empty=True),
+    Table("layer_summary", "One decoder layer: cycles, attention and linear shares, the whole "
+          "model's tokens/s on one core, speedup over llama.cpp's choice",
+          lambda df, _: layer.summary_table(df), omit_when_empty=True),
+    Table("layer_sublayers", "One decoder layer: ROI cycles per sublayer",
+          lambda df, _: layer.sublayer_table(df), omit_when_empty=True),
     Table("layout_spread", "Memory-layout spread (the same runs under several stack positions)",
           lambda df, _: studies.layout_spread_table(df), omit_when_empty=True),
     Table("host_cost", "Host cost per run (medians; to size sweeps)",

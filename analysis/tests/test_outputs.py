@@ -41,7 +41,7 @@ def test_markdown_and_latex_format() -> None:
 def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
     df = collect(sweep).df
     paths = tables.write_all(df, tmp_path / "t")
-    assert len(paths) == 51  # 17 tables x (csv, md, tex)
+    assert len(paths) == 57  # 19 tables x (csv, md, tex)
     sp = pd.read_csv(tmp_path / "t" / "speedup.csv")
     row = sp[sp["id"] == "fav-1024-16"].iloc[0]
     assert row["speedup_vs_ggml-scalar"] == pytest.approx(40.0)
@@ -57,7 +57,7 @@ def test_tables_written_in_three_formats(sweep: Path, tmp_path: Path) -> None:
 def test_plots_written(sweep: Path, tmp_path: Path) -> None:
     made, notes = plots.make_all(collect(sweep).df, tmp_path / "f")
     assert notes == []
-    assert set(made) == set(plots.FIGURES)
+    assert set(made) == set(plots.FIGURES) - plots.OPTIONAL
     for paths in made.values():
         exts = {p.suffix for p in paths}
         assert exts == {".png", ".pdf"}
@@ -71,7 +71,7 @@ def test_plots_written(sweep: Path, tmp_path: Path) -> None:
 def test_plots_skip_without_data(tmp_path: Path) -> None:
     df = pd.DataFrame({"id": ["a"], "status": ["gem5-error"], "usable": [False]})
     made, notes = plots.make_all(df, tmp_path / "f")
-    assert made == {} and len(notes) == len(plots.FIGURES)
+    assert made == {} and len(notes) == len(plots.FIGURES) - len(plots.OPTIONAL)
     assert all("no data" in n or "no " in n for n in notes)
 
 
@@ -85,7 +85,7 @@ def test_report_self_contained(sweep: Path) -> None:
     assert "Provenance" in html and "not recorded" in html
     assert "src='http" not in html and 'src="http' not in html
     imgs = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
-    assert len(imgs) == len(plots.FIGURES)  # one model: one PNG per figure
+    assert len(imgs) == len(plots.FIGURES) - len(plots.OPTIONAL)  # one PNG per figure
     for b in imgs:
         assert base64.b64decode(b).startswith(b"\x89PNG")
     assert "data-figure='vl_fill'" in html
@@ -114,7 +114,7 @@ def test_report_renders_in_headless_chromium(sweep: Path, tmp_path: Path) -> Non
         assert dom.returncode == 0, dom.stderr[-500:]
         m = re.search(r'data-imgs-ok="(\d+)/(\d+)"', dom.stdout)
         assert m, "probe script did not run"
-        assert m.group(1) == m.group(2) == str(len(plots.FIGURES))
+        assert m.group(1) == m.group(2) == str(len(plots.FIGURES) - len(plots.OPTIONAL))
         subprocess.run([*base, f"--screenshot={shot}", "--window-size=1200,3000",
                         out.as_uri()], capture_output=True, timeout=120, check=True)
     assert shot.exists() and shot.read_bytes().startswith(b"\x89PNG")
