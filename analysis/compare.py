@@ -30,6 +30,11 @@ PAPER_FIXED_SCALING = {"qwen2.5-3b": "2.5x", "pythia-410m": "peaks at 4096 (3x)"
 PAPER_LANES_4096 = {8: "degrades beyond 1024", 16: "gains up to 4096",
                     32: "gains up to 4096", 64: "2-2.5x"}
 PAPER_Q8 = "packing 28% + reduction 32% (= 60%), MAC 40%"
+#: FA-V fp32 cycles / fp16 cycles: (phase, VLEN) -> the paper's figure
+PAPER_FP16_VS_FP32 = {("prefill", 512): "1.11x", ("prefill", 8192): "about 2x",
+                      ("decode", 512): "1.07x", ("decode", 8192): "1.5x"}
+#: TinyLlama prefill at 512 bit: scalar 21.38 / FA-V fp16 0.78 in the paper's time units
+PAPER_FP16_VS_SCALAR = {"tinyllama-1.1b": "28x (21.38/0.78)"}
 #: current ggml: the baseline that is ggml's own kernel with the path ggml picks itself
 CURRENT = [k.name for k in baselines(ATTENTION) if k.ggml_path == "auto"]
 
@@ -70,9 +75,13 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
     for col in ("model", "phase", "n", "l", "vlen", "lanes", "timing_model"):
         if col not in att.columns:  # a sweep without that axis
             att[col] = math.nan
+    if "precision" not in att.columns:
+        att["precision"] = math.nan
+    fp32 = att["precision"].isna() | (att["precision"] == "fp32")
     out: list[dict[str, Any]] = []
     for model in sorted(att["model"].dropna().unique()):
-        a = att[att["model"] == model]
+        out += _fp16_rows(att[att["model"] == model], model)
+        a = att[(att["model"] == model) & fp32]
         n = _largest(a, "n", phase="prefill")
         L = _largest(a, "l", phase="decode")
         for uarch in sorted(a["uarch"].dropna().unique()):
@@ -116,6 +125,36 @@ def _vs_baselines(a: pd.DataFrame, model: str, uarch: str, n: Any, L: Any
             out.append(_row(f"{phase}: FA-V vs {KERNELS[cur].shown}", model, "-",
                             _ratio(_cycles(p, kernel=cur, vlen=512, lanes=lanes), fav),
                             f"{pt}, {cur}" + (f" ran {path}" if isinstance(path, str) else "")))
+    return out
+
+
+def _fp16_rows(a: pd.DataFrame, model: str) -> list[dict[str, Any]]:
+    """FA-V in fp16 against itself in fp32 (constant latency, per phase at its largest size,
+    at each VLEN the paper quotes), and against ggml-scalar (fp32: the paper's one scalar
+    baseline) at 512 bits in prefill. None without fp16 runs."""
+    fav = a[(a["kernel"] == "fa-v") & (a["timing_model"] == "fixed")]
+    if not (fav["precision"] == "fp16").any():
+        return []
+    out = []
+    for phase, col in (("prefill", "n"), ("decode", "l")):
+        size = _largest(fav, col, phase=phase, precision="fp16")
+        if size is None:
+            continue
+        p = fav[(fav["phase"] == phase) & (fav[col] == size)]
+        for vlen in (512, 8192):
+            c32 = _cycles(p, vlen=vlen, precision="fp32")
+            c16 = _cycles(p, vlen=vlen, precision="fp16")
+            out.append(_row(f"{phase}: FA-V fp16 vs fp32, {vlen} bit", model,
+                            PAPER_FP16_VS_FP32[(phase, vlen)], _ratio(c32, c16),
+                            f"paper-fixed, {col.upper()} = {int(size)}"))
+        if phase == "prefill":
+            sca = a[(a["kernel"] == "ggml-scalar") & (a["phase"] == phase) & (a[col] == size)
+                    & (a["precision"].isna() | (a["precision"] == "fp32"))
+                    & _scalar_of(a, "paper-fixed")]
+            out.append(_row("prefill: FA-V fp16 vs ggml-scalar", model,
+                            PAPER_FP16_VS_SCALAR.get(model, "-"),
+                            _ratio(_cycles(sca), _cycles(p, vlen=512, precision="fp16")),
+                            f"paper-fixed, 512 bit, N = {int(size)}, scalar in fp32"))
     return out
 
 

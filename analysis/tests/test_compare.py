@@ -44,3 +44,32 @@ def test_headlines_from_cycles(tmp_path: Path) -> None:
     assert lanes["measured"] == pytest.approx(3.0) and lanes["met"] == "yes"
     q8 = tg.loc["Q8_0 q8-split: packing + reduction of ROI cycles <= 10"]
     assert q8["met"] == "" and q8["point"] == "not measured yet"
+
+
+def _prec_run(root: Path, rid: str, kernel: str, vlen: int | None, precision: str,
+              cycles: int) -> None:
+    axes = {**attn_axes(kernel, vlen or 0, 0), "model": "tinyllama-1.1b",
+            "uarch": "paper-fixed", "vlen": vlen, "lanes": None,
+            "timing_model": "fixed" if vlen else None, "n": 64, "precision": precision}
+    write_run(root, rid, axes, stats=synth.roi_stats_text(cycles, cycles),
+              result=attn_result(kernel, vlen or 0))
+
+
+def test_fp16_headlines_and_fp32_ones_unmixed(tmp_path: Path) -> None:
+    """fp16 beside fp32 in one sweep: the fp16 rows divide fp32 by fp16 cycles of fa-v at
+    the same point, and the fp32 headlines still find exactly one run each (before, two
+    precisions at a point left them empty)."""
+    _prec_run(tmp_path, "s", "ggml-scalar", None, "fp32", 28000)
+    _prec_run(tmp_path, "v32", "ggml-vec", 512, "fp32", 4000)
+    _prec_run(tmp_path, "v16", "ggml-vec", 512, "fp16", 3000)
+    for vlen, c32, c16 in ((512, 1100, 1000), (8192, 400, 200)):
+        _prec_run(tmp_path, f"f32-{vlen}", "fa-v", vlen, "fp32", c32)
+        _prec_run(tmp_path, f"f16-{vlen}", "fa-v", vlen, "fp16", c16)
+    t = paper_comparison(collect(tmp_path, use_cache=False).df)
+    got = {r["headline"]: (r["ours"], r["paper"]) for r in t.to_dict("records")}
+    assert got["prefill: FA-V fp16 vs fp32, 512 bit"] == (pytest.approx(1.1), "1.11x")
+    assert got["prefill: FA-V fp16 vs fp32, 8192 bit"] == (pytest.approx(2.0), "about 2x")
+    assert got["prefill: FA-V fp16 vs ggml-scalar"][0] == pytest.approx(28.0)
+    assert got["prefill: FA-V vs ggml-scalar"][0] == pytest.approx(28000 / 1100, abs=0.01)
+    assert got["prefill: FA-V vs ggml-vec"][0] == pytest.approx(4000 / 1100, abs=0.01)
+    assert not any(h.startswith("decode") for h in got)  # no decode runs
