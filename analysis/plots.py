@@ -405,13 +405,32 @@ OPTIONAL = frozenset({"layer_breakdown"})
 
 
 def make_all(df: pd.DataFrame, out_dir: Path) -> tuple[dict[str, list[Path]], list[str]]:
-    """Write every figure that the data allows; return ({figure: files}, skip notes)."""
+    """Write every figure that the data allows; return ({figure: files}, skip notes). A
+    sweep of several precisions gets each figure once per precision (fp32 in out_dir, the
+    others in out_dir/<precision>, keys <figure>_<precision>), so that no line averages
+    fp16 with fp32; runs without a precision (Q8_0, layer) go with fp32."""
     made: dict[str, list[Path]] = {}
     notes: list[str] = []
-    for name, fn in FIGURES.items():
-        try:
-            made[name] = fn(df, out_dir)
-        except Skip as exc:
-            if name not in OPTIONAL:
-                notes.append(str(exc))
+    for prec, part in _by_precision(df):
+        where = out_dir if prec == "fp32" else out_dir / prec
+        for name, fn in FIGURES.items():
+            key, tag = (name, "") if prec == "fp32" else (f"{name}_{prec}", f"{prec}: ")
+            try:
+                made[key] = fn(part, where)
+            except Skip as exc:
+                if name not in OPTIONAL:
+                    notes.append(tag + str(exc))
     return made, notes
+
+
+def _by_precision(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(precision, its rows) for each precision of the usable runs; one part, the whole
+    frame, when there are fewer than two."""
+    if "precision" not in df.columns:
+        return [("fp32", df)]
+    prec = df["precision"]
+    found = sorted({str(v) for v in usable(df)["precision"].dropna()})
+    if len(found) < 2:
+        return [("fp32", df)]
+    order = sorted(found, key=lambda v: (v != "fp32", v))
+    return [(v, df[(prec == v) | (prec.isna() if v == "fp32" else False)]) for v in order]

@@ -73,3 +73,18 @@ def test_fp16_headlines_and_fp32_ones_unmixed(tmp_path: Path) -> None:
     assert got["prefill: FA-V vs ggml-scalar"][0] == pytest.approx(28000 / 1100, abs=0.01)
     assert got["prefill: FA-V vs ggml-vec"][0] == pytest.approx(4000 / 1100, abs=0.01)
     assert not any(h.startswith("decode") for h in got)  # no decode runs
+
+
+def test_figures_split_by_precision(tmp_path: Path) -> None:
+    """Two precisions in one sweep: each figure once per precision, none mixing them."""
+    from analysis.plots import make_all
+
+    _prec_run(tmp_path, "s", "ggml-scalar", None, "fp32", 28000)
+    _prec_run(tmp_path, "s16", "ggml-scalar", None, "fp16", 20000)
+    for vlen, c32, c16 in ((512, 1100, 1000), (8192, 400, 200)):
+        _prec_run(tmp_path, f"f32-{vlen}", "fa-v", vlen, "fp32", c32)
+        _prec_run(tmp_path, f"f16-{vlen}", "fa-v", vlen, "fp16", c16)
+    made, _ = make_all(collect(tmp_path, use_cache=False).df, tmp_path / "fig")
+    assert "speedup_vs_vlen" in made and "speedup_vs_vlen_fp16" in made
+    assert all(p.parent.name == "fp16" for p in made["speedup_vs_vlen_fp16"])
+    assert all(p.parent.name == "fig" for p in made["speedup_vs_vlen"])
