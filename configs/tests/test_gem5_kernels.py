@@ -54,10 +54,12 @@ def test_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, phase: list[str], uar
     assert "ROI cycles:" in proc.stdout
 
 
-#: every fp16 kernel, both phases, at 512 and 8192 bit (a scalar kernel at one VLEN)
+#: every fp16 kernel, both phases, at 512 and 8192 bit; a scalar kernel (no Zvfh code: its
+#: fp16 conversions are integer code) in decode at one VLEN only: its prefill passed once
+#: in gem5 but takes about ten minutes
 FP16_CASES = [(k, phase, vlen) for k in KERNELS if registry_kernel(k).fp16_binary
               for phase in PHASES for vlen in (512, 8192)
-              if registry_kernel(k).vector or vlen == 512]
+              if registry_kernel(k).vector or (vlen == 512 and phase == "decode")]
 
 
 @pytest.mark.parametrize("kernel, phase, vlen", FP16_CASES)
