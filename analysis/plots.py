@@ -365,27 +365,41 @@ def layer_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
         for ax, (model, phase) in zip(axs[:, 0], panels, strict=True):
             tp = t[(t["model"] == model) & (t["phase"] == phase)]
             bars = _layer_bars(tp)
-            x = np.arange(len(bars))
+            x = np.array([b[0] for b in bars])
             bottom = np.zeros(len(bars))
             for part, colour in LAYER_STACK.items():
-                vals = np.array([float(r[part]) / 1e6 for _, r in bars])
+                vals = np.array([float(r[part]) / 1e6 for _, _, r in bars])
                 ax.bar(x, vals, bottom=bottom, color=colour, label=part, width=0.8)
                 bottom += vals
             ax.set_xticks(x)
-            ax.set_xticklabels([lab for lab, _ in bars], rotation=60, ha="right", fontsize=6)
+            ax.set_xticklabels([lab for _, lab, _ in bars], rotation=35, ha="right",
+                               fontsize=6)
+            ax.set_xlim(-0.8, max(x.max(), 6.0) + 0.8)
             ax.set_ylabel("Mcycles per layer")
             ax.set_title(f"{model}, {phase}")
         axs[0][0].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
         return _save(fig, out_dir, "layer_breakdown")
 
 
-def _layer_bars(tp: pd.DataFrame) -> list[tuple[str, Any]]:
-    """(label, row) per bar: the scalar run first, then per VLEN each variant."""
-    out = [("scalar", r) for _, r in tp[tp["variant"] == "scalar"].iterrows()][:1]
+#: bar order within a VLEN: llama.cpp's choice first, then attention alone, then the layouts
+LAYER_VARIANTS = ("ggml-vec / q8-ggml", "fa-v / q8-ggml", "fa-v / q8-packed",
+                  "fa-v / q8-split")
+
+
+def _layer_bars(tp: pd.DataFrame) -> list[tuple[float, str, Any]]:
+    """(x, label, row) per bar: the scalar run first, then per VLEN each variant in
+    LAYER_VARIANTS order, a gap between VLENs."""
+    out = [(0.0, "scalar", r) for _, r in tp[tp["variant"] == "scalar"].iterrows()][:1]
+    x = 1.5 if out else 0.0
     vec = tp[tp["variant"] != "scalar"]
+    rank = {v: i for i, v in enumerate(LAYER_VARIANTS)}
     for vlen in sorted(pd.unique(vec["vlen"])) if "vlen" in vec.columns else []:
-        for _, r in vec[vec["vlen"] == vlen].sort_values("variant").iterrows():
-            out.append((f"{int(vlen)}: {r['variant']}", r))
+        g = vec[vec["vlen"] == vlen]
+        for _, r in sorted(g.iterrows(), key=lambda ir: (rank.get(ir[1]["variant"], 99),
+                                                         ir[1]["variant"])):
+            out.append((x, f"{int(vlen)} bit: {r['variant']}", r))
+            x += 1.0
+        x += 0.5
     return out
 
 
