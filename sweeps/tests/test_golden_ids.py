@@ -42,6 +42,9 @@ SPECS = sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
 #: (reference) or the per-family attention binaries (reference-block-c, reference-layout),
 #: so only their recorded run.json files are checked against their ids
 REPLANNABLE = {"reference-regimes"}
+#: archives of a sweep still running across sessions (their README says which runs are in):
+#: every kept run is a point of the plan, not every point has its run yet
+PARTIAL = {"reference-layer"}
 
 
 class FixedHashes(HashCache):
@@ -111,7 +114,10 @@ def test_archived_run_json_hashes_to_its_id(archive: Path) -> None:
     assert runs, f"{archive.name}: no run.json in runs.tar.gz"
     for rid, run in runs.items():
         assert run["id"] == rid and run_id(run) == rid, (archive.name, rid)
-    assert {p["run"] for p in points} <= set(runs)
+    if archive.name in PARTIAL:
+        assert set(runs) <= {p["run"] for p in points}
+    else:
+        assert {p["run"] for p in points} <= set(runs)
 
 
 @pytest.mark.parametrize("archive", sorted(a for a in ARCHIVES if a.name in REPLANNABLE),
