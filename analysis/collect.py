@@ -33,7 +33,7 @@ from .stats import StatsError, read_text
 
 CACHE_NAME = "collected.csv"
 # Bump when the columns or their meaning change: an old cache is then rebuilt.
-SCHEMA = 8
+SCHEMA = 9
 
 
 class CollectError(Exception):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .metrics import regions_of
-from .stats import BEGIN, END, StatsError, parse_text, read_text
+from .stats import BEGIN, END, StatsError, parse_text, read_text, region_dumps
 
 #: a compacted run keeps only its ROI dump, filtered, under this name
 ROI_ONLY_STATS = "stats.roi.txt"
@@ -64,13 +64,8 @@ def scrub(data: bytes, checkouts: tuple[str, ...] = ()) -> bytes:
 def compact_stats(text: str, source: str, roi: int, span: int = 1) -> str:
     """The ROI dump of a stats.txt (`span` dumps from it: a layer's sublayers), only the
     KEEP lines, as a stats text of that many dumps."""
-    dumps = parse_text(text, source)
-    if not 1 <= roi <= len(dumps) - span + 1:
-        regions = f" with {span} regions" if span > 1 else ""
-        raise StatsError(f"{source}: roi_dump is {roi}{regions} but the file has "
-                         f"{len(dumps)} dump(s)")
     out: list[str] = []
-    for dump in dumps[roi - 1:roi - 1 + span]:
+    for dump in region_dumps(parse_text(text, source), source, roi, span):
         keep = re.compile("(" + KEEP.format(cpu=re.escape(dump.cpu())) + ")$")
         lines = [ln for ln in dump.to_text().splitlines()
                  if ln.split(None, 1) and keep.match(ln.split(None, 1)[0])]
@@ -78,13 +73,13 @@ def compact_stats(text: str, source: str, roi: int, span: int = 1) -> str:
     return "\n".join(out)
 
 
-def _span(run_dir: Path) -> int:
+def _span(result: bytes | None) -> int:
     """Dumps the run's ROI spans: one per region of its result (a layer's sublayers)."""
     try:
-        result = json.loads((run_dir / "result.json").read_text())
-    except (OSError, ValueError):
+        parsed = json.loads(result) if result is not None else None
+    except ValueError:
         return 1
-    return max(1, len(regions_of(result))) if isinstance(result, dict) else 1
+    return max(1, len(regions_of(parsed))) if isinstance(parsed, dict) else 1
 
 
 class Compacted(NamedTuple):
@@ -142,14 +137,15 @@ def compact(src: Path, dst: Path) -> Compacted:
     problems: list[str] = []
     for run_dir in run_dirs:
         base = f"runs/{run_dir.name}"
-        for name in RUN_FILES:
-            if (run_dir / name).is_file():
-                members.append((f"{base}/{name}", scrub((run_dir / name).read_bytes(), roots)))
+        raw = {name: (run_dir / name).read_bytes() for name in RUN_FILES
+               if (run_dir / name).is_file()}
+        members += [(f"{base}/{name}", scrub(data, roots)) for name, data in raw.items()]
         stats = run_dir / "stats.txt"
         if stats.is_file():
             try:
-                roi = int(json.loads((run_dir / "run.json").read_text()).get("roi_dump", 1))
-                text = compact_stats(read_text(stats), str(stats), roi, _span(run_dir))
+                roi = int(json.loads(raw.get("run.json", b"{}")).get("roi_dump", 1))
+                span = _span(raw.get("result.json"))
+                text = compact_stats(read_text(stats), str(stats), roi, span)
                 members.append((f"{base}/{ROI_ONLY_STATS}", text.encode()))
             except (StatsError, OSError, ValueError) as exc:
                 problems.append(f"{run_dir.name}: {str(exc).splitlines()[0]}")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from workloads.models import ModelsError, load_models
 
-from .select import runs_once, usable
+from .select import norm, runs_once, usable
 
 LAYER_KERNELS = ("layer", "layer-scalar")
 #: the sublayers in the order the workload runs (and dumps) them
@@ -94,23 +94,17 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def _vs_llama_cpp(u: pd.DataFrame, keys: list[str]) -> list[float]:
     """Per row, llama.cpp's choice's layer cycles at the same point / this row's (NaN when
-    that run is absent). layer-scalar compares with llama.cpp's choice at the same point
-    minus VLEN (a scalar run does not depend on it) - so left NaN there."""
+    that run is absent; NaN for layer-scalar, whose run has no VLEN to match)."""
     point = [k for k in keys if k not in ("kernel", "attn", "linear")]
     base = u
     for k, v in LLAMA_CPP.items():
         if k in base.columns:
             base = base[base[k] == v]
-    ref = {tuple(_norm(r[k]) for k in point): float(r["cycles"])
+    ref = {tuple(norm(r[k]) for k in point): float(r["cycles"])
            for r in base.to_dict("records")}
     out = []
     for r in u.to_dict("records"):
-        b = ref.get(tuple(_norm(r[k]) for k in point)) if r["kernel"] == "layer" else None
+        b = ref.get(tuple(norm(r[k]) for k in point)) if r["kernel"] == "layer" else None
         out.append(round(b / float(r["cycles"]), 3) if b else math.nan)
     return out
 
-
-def _norm(v: Any) -> Any:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v

@@ -12,7 +12,7 @@ from vecscale.vocab import SIMD_CLASSES, VECTOR_UNIT_CLASSES
 from workloads.kernels import Q8, family_of
 from workloads.models import ModelsError, load_models
 
-from .stats import Dump, StatsError, parse_text
+from .stats import Dump, parse_text, region_dumps
 
 #: column prefix -> the cache's stat group, tried in order: the standard library's board
 #: (configs/run.py), then the classic se.py names
@@ -105,7 +105,7 @@ def shape_metrics(axes: dict[str, Any], result: dict[str, Any]) -> dict[str, flo
 
 #: per-run counters that add up over consecutive dumps (a layer's sublayers); the rest of a
 #: dump's metrics (ratios, flags) are not kept for a multi-dump region
-ADDITIVE = ("cycles", "sim_ticks", "sim_seconds", "insts", "ops", "vec_uops_total",
+ADDITIVE = ("cycles", "sim_ticks", "sim_seconds", "host_seconds", "insts", "ops", "vec_uops_total",
             "l1d_accesses", "l1d_misses", "l2_accesses", "l2_misses", "vec_busy_total",
             "vec_elems_total", "vec_timing_uops_total", "vec_timing_uops_arith",
             "vec_elems_arith", "vec_wait_total", "vec_element_bits",
@@ -144,26 +144,14 @@ def stats_metrics(text: str, source: str, roi: int, roi_only: bool = False,
     """The metrics of the ROI dump; with `regions` (a layer's sublayers, one dump each from
     `roi` on), their sums, and each region's SUB_METRICS as columns of its own."""
     dumps = parse_text(text, source)
-    span = max(1, len(regions))
-    if not 1 <= roi <= len(dumps) - span + 1:
-        have = f"{len(dumps)} dump(s)"
-        if span > 1:
-            raise StatsError(f"{source}: {span} regions ({', '.join(regions)}) from dump "
-                             f"{roi} on, but the file has {have}")
-        raise StatsError(f"{source}: roi_dump is {roi} but the file has {have}")
-    if roi == len(dumps) == 1 and not roi_only:
-        # gem5 always appends a dump at exit (atexit), so a file with one dump has no ROI
-        # dump: the workload's dump_stats never ran (ROI m5ops not enabled?).
-        raise StatsError(f"{source}: only one dump (gem5's exit dump): the workload's ROI "
-                         "dump is missing")
-    if span == 1:
-        return {"n_dumps": len(dumps), **dump_metrics(dumps[roi - 1])}
-    per = [dump_metrics(d) for d in dumps[roi - 1:roi - 1 + span]]
+    region = region_dumps(dumps, source, roi, max(1, len(regions)), roi_only)
+    if not regions:
+        return {"n_dumps": len(dumps), **dump_metrics(region[0])}
+    per = [dump_metrics(d) for d in region]
     m: dict[str, Any] = {"n_dumps": len(dumps), "has_vec_timing": per[0]["has_vec_timing"]}
     for key in ADDITIVE:
         if all(key in one for one in per):
             m[key] = sum(one[key] for one in per)
-    m["host_seconds"] = sum(one["host_seconds"] for one in per)
     for name, one in zip(regions, per, strict=True):
         for key in SUB_METRICS:
             m[f"sub_{name}_{key}"] = one.get(key, math.nan)

@@ -237,3 +237,23 @@ def roi_dump(path: str | Path, dump: int = 1) -> Dump:
     if not 1 <= dump <= len(dumps):
         raise StatsError(f"{path}: asked for dump {dump} but the file has {len(dumps)} dump(s)")
     return dumps[dump - 1]
+
+
+def region_dumps(dumps: list[Dump], source: str, roi: int, span: int = 1,
+                 roi_only: bool = False) -> list[Dump]:
+    """The `span` dumps of the region of interest from dump `roi` on (a layer dumps once per
+    sublayer). gem5 appends a dump at exit, so in a whole stats.txt the region must end
+    before the last dump: a workload whose own dumps are missing must not have gem5's exit
+    dump read as its last region. A compacted file (`roi_only`) holds the region only."""
+    last = roi + span - 1
+    if roi_only and 1 <= roi and last <= len(dumps):
+        return dumps[roi - 1:last]
+    if not roi_only and 1 <= roi and last < len(dumps):
+        return dumps[roi - 1:last]
+    if not roi_only and span == 1 and roi == len(dumps) == 1:
+        raise StatsError(f"{source}: only one dump (gem5's exit dump): the workload's ROI "
+                         "dump is missing")
+    regions = f" with {span} regions (dumps {roi}-{last})" if span > 1 else ""
+    after = "" if roi_only else ", and gem5's exit dump after them,"
+    raise StatsError(f"{source}: roi_dump is {roi}{regions}{after} but the file has "
+                     f"{len(dumps)} dump(s)")

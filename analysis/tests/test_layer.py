@@ -119,3 +119,15 @@ def test_report_figures_include_the_breakdown_only_with_layer_runs(tmp_path: Pat
     made, notes = make_all(collect(tmp_path, use_cache=False).df, tmp_path / "fig")
     assert "layer_breakdown" in made
     assert not any("layer" in n for n in notes)
+
+
+def test_gem5_exit_dump_is_never_read_as_the_last_sublayer(tmp_path: Path) -> None:
+    """Eight sublayer dumps and gem5's exit dump make nine dumps for nine sublayers: counted
+    naively the exit dump would pass as ffn_down. A whole stats.txt must have the exit dump
+    after the region, so the run is unusable and says why."""
+    _layer_run(tmp_path, "eight", BASE[:8], exit_dump=True)
+    row = collect(tmp_path, use_cache=False).df.iloc[0]
+    assert not row["usable"]
+    assert "9 regions" in row["analysis_error"] and "exit dump" in row["analysis_error"]
+    src, dst = tmp_path, tmp_path / "kept"
+    assert compact(src, dst).problems and "exit dump" in compact(src, dst).problems[0]
