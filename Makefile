@@ -17,15 +17,17 @@ help:
 	@echo "make report       write results/<SWEEP>/report.html"
 	@echo "make check-gem5   check gem5 (GEM5, else the make gem5 build): patched v24.0.0.1 RISCV, stamp"
 
-# qemu-user is setup-qemu's: Debian 12's own (7.2) cannot run fp16 vector code (Zvfh).
-APT_PACKAGES := clang-19 lld-19 llvm-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
-                binutils-riscv64-linux-gnu slurm-wlm munge chromium $(GEM5_RUNTIME_PACKAGES) \
-                $(GGML_BUILD_PACKAGES)
 # What building ggml's own libraries for riscv64 needs (workloads/ggml/build_ggml.py).
 GGML_BUILD_PACKAGES := libstdc++-12-dev-riscv64-cross cmake ninja-build
 # What a prebuilt gem5.opt links at run time (ldd); its build packages are build-gem5's.
 GEM5_RUNTIME_PACKAGES := libpython3.11 libprotobuf32 libtcmalloc-minimal4 libgoogle-perftools4 \
                          libpng16-16 libelf1 zlib1g
+
+# qemu-user is setup-qemu's: Debian 12's own (7.2) cannot run fp16 vector code (Zvfh).
+# The lists above are defined first: `:=` expands them here, once.
+APT_PACKAGES := clang-19 lld-19 llvm-19 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
+                binutils-riscv64-linux-gnu slurm-wlm munge chromium $(GEM5_RUNTIME_PACKAGES) \
+                $(GGML_BUILD_PACKAGES)
 
 setup: setup-apt setup-qemu setup-python setup-ggml
 

@@ -53,3 +53,22 @@ def test_gem5_from_get_gem5_reaches_make_test(tmp_path: Path) -> None:
     out = ci(tmp_path, "#!/bin/sh\necho /prebuilt/gem5.opt\n")
     assert out[0] == "make setup GEM5=" and out[-1] == "make test GEM5=/prebuilt/gem5.opt"
     assert out[1].startswith("ci: gem5-gated tests run on /prebuilt/gem5.opt")
+
+
+def make_variable(name: str) -> list[str]:
+    """A Makefile variable's value as make expands it (make's database, nothing run)."""
+    out = subprocess.run(["make", "-pn", "help"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60).stdout
+    for line in out.splitlines():
+        if line.startswith(f"{name} :=") or line.startswith(f"{name} ="):
+            return line.split("=", 1)[1].split()
+    raise AssertionError(f"Makefile defines no {name}")
+
+
+def test_make_setup_installs_every_named_package_list() -> None:
+    # `:=` expands at definition: a list defined after APT_PACKAGES would be empty in it,
+    # and a fresh machine would lack cmake and riscv64 libstdc++ for ggml's build.
+    apt = make_variable("APT_PACKAGES")
+    for part in ("GGML_BUILD_PACKAGES", "GEM5_RUNTIME_PACKAGES"):
+        members = make_variable(part)
+        assert members and set(members) <= set(apt), f"{part} missing from APT_PACKAGES"
