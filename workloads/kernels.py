@@ -69,6 +69,8 @@ TUNABLES: dict[str, Tunable] = {t.axis: t for t in (
             "layer: the attention kernel (fp32; default ggml-vec, as llama.cpp)"),
     Tunable("linear", "--linear", str, ("q8-ggml", "q8-packed", "q8-split", "q8-scalar"),
             "layer: the Q8_0 kernel and weight layout of the linear layers (default q8-ggml)"),
+    Tunable("k_cache", "--k-cache", str, ("ggml", "transposed"),
+            "fa-v: K cache in ggml's layout (copied to K^T per key block) or kept transposed"),
 )}
 
 
@@ -219,10 +221,16 @@ def _ggml_tiles(vector: bool) -> Callable[[Mapping[str, Any], Mapping[str, int]]
     return why_not
 
 
-def _fav_fp16(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
-    """fa-v in fp16 has every regime but packed (src/attention/fa_v_f16.c)."""
+def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
+    """fa-v in fp16 has every regime but packed (src/attention/fa_v_f16.c); a transposed K
+    cache exists in fp32 only and is read by the blocked regime only."""
+    transposed = axes.get("k_cache") == "transposed"
     if axes.get("precision") == "fp16" and axes.get("regime") == "packed":
         return "fa-v has no packed regime in fp16"
+    if axes.get("precision") == "fp16" and transposed:
+        return "fa-v keeps a transposed K cache in fp32 only"
+    if transposed and axes.get("regime") not in (None, "auto", "blocked"):
+        return "fa-v reads a transposed K cache in the blocked regime only"
     return None
 
 
@@ -235,9 +243,9 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
            fp16_binary="attention-ggml-vec-fp16"),
     Kernel("fa-v", ATTENTION, "attention-fa-v", vector=True, headline=True,
            tunables=("block_r", "block_c", "unroll", "r", "lmul", "regime", "strip",
-                     "transpose"),
+                     "transpose", "k_cache"),
            doc="FlashAttention-V: blocked, packed, rows, dot and heads regimes",
-           fp16_binary="attention-fa-v-fp16", limits=_fav_fp16),
+           fp16_binary="attention-fa-v-fp16", limits=_fav_limits),
     Kernel("q8-scalar", Q8, "q8-scalar", vector=False, tunables=("fp16",),
            doc="Q8_0 GEMV without vector code"),
     Kernel("q8-ggml", Q8, "q8", vector=True, tunables=("fp16",),

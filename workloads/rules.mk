@@ -49,13 +49,13 @@ FP16_ONLY  := -DATTN_HAS_FP32=0 -DATTN_HAS_FP16=1
 # Every vector kernel, both precisions, in one binary: for use by hand and in the tests.
 $(WL_BUILD)/attention: $(ATTN_SRC) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_VH) -DVLSCALE_VECTOR=1 -DATTN_HAS_FP16=1 \
-	  -DATTN_HAS_FAV_F16=1 $(ATTN_SRC) $(COMMON_SRC) -o $@ -lm
+	  -DATTN_HAS_FAV_F16=1 -DFAV_KCACHE=1 $(ATTN_SRC) $(COMMON_SRC) -o $@ -lm
 
 # One binary per kernel family for sweeps: a run's id hashes its binary, so a change to
 # fa-v leaves the ids (and stored results) of ggml-vec and ggml-scalar runs as they are.
 $(WL_BUILD)/attention-fa-v: $(ATTN_MAIN) $(ATTN_FAV) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(call ONLY,1,0,0) \
-	  $(ATTN_MAIN) $(ATTN_FAV) $(COMMON_SRC) -o $@ -lm
+	  -DFAV_KCACHE=1 $(ATTN_MAIN) $(ATTN_FAV) $(COMMON_SRC) -o $@ -lm
 
 $(WL_BUILD)/attention-ggml-vec: $(ATTN_MAIN) $(ATTN_GVEC) $(ATTN_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(call ONLY,0,1,0) \

@@ -63,6 +63,10 @@ DUMP_CASES = [
               "--l", "70", "--regime", "heads"], 1024),  # 2 heads per register, GQA 7:1
     ("fa-v", ["--heads", "10", "--kv-heads", "10", "--head-dim", "8", "--n", "9",
               "--regime", "heads"], 1024),  # 4 heads per register, padded to 12, prefill
+    ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "32", "--phase", "decode",
+              "--l", "301", "--k-cache", "transposed"], 1024),  # K^T kept: 3 blocks of 128
+    ("fa-v", ["--model", "pythia-410m", "--n", "19", "--k-cache", "transposed",
+              "--block-c", "7"], 512),  # prefill: every key appended in the ROI
 ]
 
 
@@ -116,6 +120,7 @@ def check_against_numpy(tmp_path: Path, kernel: str, args: list[str], vlen: int)
     ("fa-v", 1024, ["--regime", "rows", "--transpose", "tile"]),
     ("fa-v", 1024, ["--regime", "blocked", "--transpose", "tile"]),
     ("fa-v", 512, ["--regime", "heads"]),
+    ("fa-v", 512, ["--k-cache", "transposed"]),
 ])
 def test_perturb_fails(kernel: str, vlen: int, extra: list[str]) -> None:
     res = qemu_run("attention", ["--kernel", kernel, "--model", "pythia-410m", "--n", "8",
@@ -155,6 +160,11 @@ BAD_ARGS = [
     ("attention", ["--kernel", "fa-v", *BASE, "--roi", "gem5"], "--roi"),
     ("attention", ["--kernel", "fa-v", *BASE, "--heads", "4"], "--model"),
     ("attention", ["--kernel", "fa-v", "--heads", "4", "--n", "4"], "--model"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--k-cache", "transposed", "--regime", "rows"],
+     "--k-cache"),
+    ("attention", ["--kernel", "fa-v", *BASE, "--k-cache", "t"], "--k-cache"),
+    ("attention-ggml-vec", ["--kernel", "ggml-vec", *BASE, "--k-cache", "transposed"],
+     "--k-cache"),
     ("attention", [*BASE], "--kernel"),
     ("attention-scalar", ["--kernel", "fa-v", *BASE], "--kernel"),
     ("attention-scalar", ["--kernel", "ggml-vec", *BASE], "--kernel"),
@@ -214,7 +224,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
     # what runs inside the ROI: the entry points and the (noinline) fa-v block functions;
     # fav_prepare/fav_release run outside it
     kernels = [f for f in funcs if f in ("attn_fa_v", "attn_ggml_vec", "attn_ggml_scalar",
-                                         "fav_transpose_k")
+                                         "fav_transpose_k", "fav_kcache_append")
                or f.startswith(("fav_blk_", "fav_pk_", "fav_rows_", "fav_dot_", "fav_tile_",
                                                                    "fav_heads_"))]
     assert "attn_fa_v" in kernels and "attn_ggml_vec" in kernels
@@ -222,15 +232,16 @@ def test_kernels_avoid_gem5_trouble() -> None:
     assert sum(f.startswith("fav_blk_") for f in kernels) == 12  # 3 LMUL x U in {1, 2, 4, 8}
     bad_re = re.compile(r"^(vsetivli|vlseg|vsseg|vlsseg|vssseg|vluxseg|vloxseg|vsuxseg|vsoxseg"
                         r"|vcompress|vlse|vsse|vlux|vlox|vsux|vsox)|\bm8\b")
-    # the one exception: fa-v's strided K^T copy (fav_transpose_k, where tiles do not pay)
-    # writes key rows into K^T columns with an e32 m8 strided store (no widening op at m8)
+    # the one exception: fa-v's strided K^T copy (fav_transpose_k, where tiles do not pay;
+    # fav_kcache_append, a step's keys into a kept K^T cache) writes key rows into K^T
+    # columns with an e32 m8 strided store (no widening op at m8)
     kt_copy = re.compile(r"^vsse32\.v\b|^vsetvli\s+\w+, \w+, e32, m8, ta, ma$")
     # and the rows regime's strip transposes: Q rows into Q^T columns (strided stores),
     # O^T columns back into O rows (strided loads), outside its key loop
     rows_in, rows_out = re.compile(r"^vsse32\.v\b"), re.compile(r"^vlse32\.v\b")
     for f in kernels:
         bad = [i for i in funcs[f] if bad_re.search(i)
-               and not (f == "fav_transpose_k" and kt_copy.search(i))
+               and not (f in ("fav_transpose_k", "fav_kcache_append") and kt_copy.search(i))
                and not (f.startswith("fav_rows_in_") and rows_in.search(i))
                and not (f.startswith("fav_rows_out_") and rows_out.search(i))]
         assert not bad, (f, bad[:5])
@@ -239,6 +250,7 @@ def test_kernels_avoid_gem5_trouble() -> None:
     assert {"fav_tile_fwd", "fav_tile_bwd"} <= set(kernels)  # the tile transposes
     assert {"fav_heads_scores", "fav_heads_softmax", "fav_heads_pv"} <= set(kernels)
     assert sum(i.startswith("vsse32.v") for i in funcs["fav_transpose_k"]) == 1
+    assert sum(i.startswith("vsse32.v") for i in funcs["fav_kcache_append"]) == 1
     fav = [i for f in kernels if f.startswith("fav_") for i in funcs[f]]
     for needed in ("vfredusum", "vslideup", "vslidedown", "vrgather", "vfmerge"):
         assert any(i.startswith(needed) for i in fav), needed

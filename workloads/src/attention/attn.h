@@ -15,6 +15,15 @@ typedef struct {
 } attn_problem;
 
 enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS, FAV_DOT, FAV_HEADS };
+/* fa-v's K cache (--k-cache): ggml's layout, or kept transposed per kv head. Only the
+ * binaries built with FAV_KCACHE=1 (attention-fa-v, attention) have the option: the layer
+ * and the other families are compiled without it, so their bytes and run ids stay. */
+#ifndef FAV_KCACHE
+#define FAV_KCACHE 0
+#endif
+#if FAV_KCACHE
+enum { FAV_KC_GGML, FAV_KC_TRANSPOSED };
+#endif
 /* fa-v transposes (K^T in the blocked regime, Q^T and O^T in the rows regime) */
 enum { FAV_TRANSPOSE_AUTO, FAV_TRANSPOSE_TILE, FAV_TRANSPOSE_STRIDED };
 
@@ -27,6 +36,9 @@ typedef struct {
     int regime;           /* fa-v: FAV_AUTO or one of FAV_BLOCKED .. FAV_DOT */
     int strip;            /* fa-v rows regime: query rows per strip, <= VLMAX (0 = auto) */
     int transpose;        /* fa-v: FAV_TRANSPOSE_AUTO, _TILE or _STRIDED */
+#if FAV_KCACHE
+    int k_cache; /* fa-v: FAV_KC_GGML or FAV_KC_TRANSPOSED */
+#endif
 } attn_tunables;
 
 /* One past the last key that query token i may see. */
@@ -84,6 +96,10 @@ typedef struct {
     float *sc;      /* blocked regime: scores of one key block for an unrolled head group;
                        heads regime: the key block's scores and weights, [key][head] */
     float *kt;      /* blocked regime: the key block transposed, [kv head][D][block_c] */
+#if FAV_KCACHE
+    float *ktc;     /* blocked, --k-cache transposed: the whole K cache as a decoder would
+                       keep it, [kv head][D][n_kv]; no per-block copy */
+#endif
     int strip;      /* rows regime: query rows per strip (the vector length), <= VLMAX */
     float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][strip] */
     int *lim;       /* rows regime: one past the last key each row of the strip sees */

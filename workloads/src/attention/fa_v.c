@@ -61,6 +61,41 @@ __attribute__((noinline)) static void fav_transpose_k(const fav_ctx *c, int c0, 
     }
 }
 
+#if FAV_KCACHE
+/* --k-cache transposed: the K cache is kept as a decoder would keep it for K^T scores,
+ * [kv head][D][n_kv], so no key block is copied. Positions before the step's tokens are
+ * there already (written outside the region of interest, as earlier steps left them); the
+ * step's own keys (n_q rows: the decoded token, or every prompt token in prefill) are
+ * appended inside it, each with one strided store across its kv heads, the cost a decoder
+ * pays once per token instead of once per step and key. */
+static int fav_kcache_prepare(fav_ctx *c) {
+    const attn_problem *p = c->p;
+    const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
+    c->ktc = malloc(kv_row * n * sizeof(float));
+    if (!c->ktc) return -1;
+    for (size_t j = 0; j < n - (size_t)p->n_q; j++)
+        for (size_t gd = 0; gd < kv_row; gd++) c->ktc[gd * n + j] = p->k[j * kv_row + gd];
+    return 0;
+}
+
+__attribute__((noinline)) static void fav_kcache_append(const fav_ctx *c) {
+    const attn_problem *p = c->p;
+    const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
+    const ptrdiff_t stride = (ptrdiff_t)(n * sizeof(float));
+    for (size_t j = n - (size_t)p->n_q; j < n; j++)
+        for (size_t gd = 0; gd < kv_row;) {
+            const size_t vl = __riscv_vsetvl_e32m8(kv_row - gd);
+            __riscv_vsse32_v_f32m8(c->ktc + gd * n + j, stride,
+                                   __riscv_vle32_v_f32m8(p->k + j * kv_row + gd, vl), vl);
+            gd += vl;
+        }
+}
+
+/* --k-cache transposed, --block-c auto: with no copy to keep in the L1D, a key block is
+ * one score vector of VLMAX keys, at least this many. */
+#define KCACHE_AUTO_BLOCK_C 64
+#endif
+
 /* Rows regime, --block-c auto: keys per block (probabilities kept in scratch). */
 #define ROWS_AUTO_BLOCK_C 32
 /* Dot regime, --block-c auto. */
@@ -245,11 +280,18 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     if (c->t.r > 4 / t->lmul) c->t.r = 4 / t->lmul;
     if (c->t.unroll > 16 / t->lmul) c->t.unroll = 16 / t->lmul;
     if (c->t.r < 1) c->t.r = 1;
+#if FAV_KCACHE
+    if (t->k_cache == FAV_KC_TRANSPOSED && t->block_c_auto)
+        c->t.block_c = c->vlmax > KCACHE_AUTO_BLOCK_C ? c->vlmax : KCACHE_AUTO_BLOCK_C;
+#endif
     const size_t per = c->packed ? (size_t)t->block_r * H * D : (size_t)t->block_r * H;
     c->m = malloc(per * sizeof(float));
     c->s = malloc(per * sizeof(float));
     c->sc = malloc((size_t)8 * t->block_c * sizeof(float));
     if (!c->m || !c->s || !c->sc) return -1;
+#if FAV_KCACHE
+    if (t->k_cache == FAV_KC_TRANSPOSED) return fav_kcache_prepare(c); /* no block copy */
+#endif
     if (!c->packed) {
         c->kt = malloc((size_t)p->kv_heads * D * t->block_c * sizeof(float));
         if (!c->kt) return -1;
@@ -266,6 +308,9 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
 #include "attention/fa_v_heads.h"
 
 void attn_fa_v(const fav_ctx *c) {
+#if FAV_KCACHE
+    if (c->ktc) fav_kcache_append(c);
+#endif
     if (c->heads) {
         fav_heads(c);
         return;
@@ -282,6 +327,9 @@ void fav_release(fav_ctx *c) {
     free(c->s);
     free(c->sc);
     free(c->kt);
+#if FAV_KCACHE
+    free(c->ktc);
+#endif
     free(c->qt);
     free(c->acct);
     free(c->lim);

@@ -23,6 +23,13 @@ __attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_c
         kvo[u] = (size_t)((h + u) / group) * D;
     }
 #define NEWKV(u) ((u) == 0 || kvo[u] != kvo[(u) > 0 ? (u) - 1 : 0])
+#if FAV_KCACHE /* K^T row r of the block: the copied block's, or the kept cache's */
+    const float *ktb = c->ktc ? c->ktc + j0 : c->kt;
+    const size_t ktld = c->ktc ? (size_t)p->n_kv : (size_t)BC;
+#define KT_ROW(r) (ktb + (r) * ktld)
+#else
+#define KT_ROW(r) (c->kt + (r) * BC)
+#endif
 
     /* 1. scores s = (q . k) * scale for the block's keys, vectorised across keys: the key
      *    block is stored transposed (c->kt, built once per key block by fav_transpose_k), so
@@ -34,9 +41,9 @@ __attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_c
         REP(ZERO)
 #undef ZERO
         for (int d = 0; d < D; d++) {
-            VF kv = VLE(c->kt + (kvo[0] + (size_t)d) * BC + jj, vl);
-#define DOT(u)                                                                     \
-    if ((u) > 0 && NEWKV(u)) kv = VLE(c->kt + (kvo[u] + (size_t)d) * BC + jj, vl); \
+            VF kv = VLE(KT_ROW(kvo[0] + (size_t)d) + jj, vl);
+#define DOT(u)                                                          \
+    if ((u) > 0 && NEWKV(u)) kv = VLE(KT_ROW(kvo[u] + (size_t)d) + jj, vl); \
     a##u = __riscv_vfmacc(a##u, qp[u][d], kv, vl);
             REP(DOT)
 #undef DOT
@@ -95,4 +102,5 @@ __attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_c
         d += (int)vl;
     }
 #undef NEWKV
+#undef KT_ROW
 }

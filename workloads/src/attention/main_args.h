@@ -69,6 +69,16 @@ static attn_tunables parse_tunables(args_t *a, const shape *s, int decode,
                   : !strcmp(tr, "strided") ? FAV_TRANSPOSE_STRIDED
                                            : FAV_TRANSPOSE_AUTO;
     t.r = (int)arg_long(a, "r", 4, 1, 4);
+#if FAV_KCACHE
+    static const char *const k_caches[] = {"ggml", "transposed", NULL};
+    t.k_cache = strcmp(arg_choice(a, "k-cache", "ggml", k_caches), "transposed") == 0
+                    ? FAV_KC_TRANSPOSED
+                    : FAV_KC_GGML;
+    if (t.k_cache == FAV_KC_TRANSPOSED && t.regime != FAV_AUTO && t.regime != FAV_BLOCKED)
+        die_arg("--k-cache: transposed is read by the blocked regime only (got --regime %s)",
+                *regime_asked);
+    if (t.k_cache == FAV_KC_TRANSPOSED) t.regime = FAV_BLOCKED;
+#endif
     /* LMUL: auto (the default) = the smallest of 1, 2, 4 whose VLMAX holds D fp32 elements */
     const char *lmul_arg = arg_str(a, "lmul", "auto");
     if (!strcmp(lmul_arg, "auto")) t.lmul = 0;

@@ -26,6 +26,9 @@ static void report(const run_args *r, const kernel_state *k, const err_stats *e,
     json_int("strip", k->strip);
     json_str("transpose", k->transpose);
     json_int("tile_rows", k->tile_rows);
+#if FAV_KCACHE
+    json_str("k_cache", r->t.k_cache == FAV_KC_TRANSPOSED ? "transposed" : "ggml");
+#endif
     json_int("pack", k->pack);
     json_int("heads_per_step", k->step);
     json_errors(e);
