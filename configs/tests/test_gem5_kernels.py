@@ -167,6 +167,28 @@ def test_fav_heads_wide_heads(gem5: dict, tmp_path, vlen: int) -> None:
     assert rec["pass"] is True and rec["regime"] == "heads" and rec["vlen"] == vlen
 
 
+@pytest.mark.parametrize("vlen", [2048, 4096, 8192])
+@pytest.mark.parametrize("model, phase", [
+    ("pythia-410m", ["--phase", "decode", "--l", "300"]),   # MHA; blocks of VLMAX keys
+    ("qwen2.5-3b", ["--phase", "decode", "--l", "300"]),    # D = 128, GQA 8:1
+    ("tinyllama-1.1b", ["--phase", "prefill", "--n", "40"]),  # every key appended in the ROI
+])
+def test_fav_kept_k_transpose(gem5: dict, tmp_path, model: str, phase: list[str],
+                              vlen: int) -> None:
+    """fa-v reading a K cache kept transposed (--k-cache transposed) computes correctly at
+    vector lengths QEMU cannot run, key blocks of VLMAX keys included."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.one", "paper-fixed", str(vlen), "none", "--results",
+         str(tmp_path), "--", "--kernel", "fa-v", "--model", model, *phase,
+         "--k-cache", "transposed"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True and rec["k_cache"] == "transposed" and rec["vlen"] == vlen
+    assert rec["regime"] == "blocked" and rec["block_c"] == max(64, rec["vlmax"])
+
+
 def test_layer_in_gem5(gem5: dict, tmp_path) -> None:
     """One decoder layer completes in gem5 with every sublayer's self-check passing, at a
     VLEN QEMU cannot run (8192 bit), with fa-v attention and the split Q8_0 layout, and
