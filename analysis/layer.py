@@ -2,7 +2,9 @@
 sweeps/layer.yaml): where a token's cycles go and how that moves with VLEN.
 
 A layer run dumps stats once per sublayer; collect keeps each one's cycles as
-`sub_<sublayer>_cycles` and the layer's as `cycles` (their sum). Tables:
+`sub_<sublayer>_cycles` and the layer's as `cycles` (their sum). Every block has the same
+nine sublayers; a GPT-NeoX block (Pythia) has no gate and names its up projection `ffn_up`,
+which the tables keep in the `ffn_up_gate` column (the FFN's input projections). Tables:
 - `layer_sublayers`: cycles per sublayer, one row per layer run;
 - `layer_summary`: the layer's cycles, the attention and linear shares, the whole model's
   tokens per second implied at the uarch's clock, and the speedup over llama.cpp's own
@@ -24,9 +26,12 @@ LAYER_KERNELS = ("layer", "layer-scalar")
 #: the sublayers in the order the workload runs (and dumps) them
 SUBLAYERS = ("attn_norm", "qkv", "rope", "attention", "o_proj", "ffn_norm", "ffn_up_gate",
              "ffn_act", "ffn_down")
-#: the Q8_0 matrix products of a layer (the rest is norms, RoPE, the SwiGLU product and
-#: attention)
+#: the Q8_0 matrix products of a layer (the rest is norms, RoPE, the SwiGLU product or GELU
+#: and attention)
 LINEAR = ("qkv", "o_proj", "ffn_up_gate", "ffn_down")
+#: a block's own names for a sublayer slot (the workload's "sublayers" list): GPT-NeoX's FFN
+#: has no gate, its up projection alone is `ffn_up`
+ALIASES = {"ffn_up_gate": ("ffn_up",)}
 #: what llama.cpp runs on a CPU today: the baseline of `vs_llama_cpp`
 LLAMA_CPP = {"kernel": "layer", "attn": "ggml-vec", "linear": "q8-ggml"}
 KEYS = ["model", "phase", "n", "l", "uarch", "lanes", "vlen", "kernel", "attn", "linear"]
@@ -35,7 +40,11 @@ def layer_runs(df: pd.DataFrame) -> pd.DataFrame:
     u = runs_once(usable(df))
     if u.empty or "kernel" not in u.columns:
         return u.iloc[0:0]
-    u = u[u["kernel"].isin(LAYER_KERNELS)]
+    u = u[u["kernel"].isin(LAYER_KERNELS)].copy()
+    for slot, names in ALIASES.items():
+        own = f"sub_{slot}_cycles"
+        for col in (f"sub_{n}_cycles" for n in names if f"sub_{n}_cycles" in u.columns):
+            u[own] = u[own].fillna(u[col]) if own in u.columns else u[col]
     cols = [f"sub_{s}_cycles" for s in SUBLAYERS]
     if u.empty or not set(cols) <= set(u.columns):
         return u.iloc[0:0]

@@ -125,15 +125,17 @@ def regions_of(result: dict[str, Any]) -> tuple[str, ...]:
 
 def layer_shape(axes: dict[str, Any], result: dict[str, Any], model: dict[str, Any]
                 ) -> dict[str, float]:
-    """A decoder layer's FLOPs (its four Q8_0 matrix products, 2 per weight per token, and
-    attention) and compulsory bytes (the Q8_0 weights read once, attention's)."""
+    """A decoder layer's FLOPs (its Q8_0 matrix products, 2 per weight per token, and
+    attention) and compulsory bytes (the Q8_0 weights read once, attention's). The FFN has
+    three matrices (gate, up, down), a GPT-NeoX block's two (no gate)."""
     h, i = num(pick("hidden", result, model)), num(pick("intermediate", result, model))
     heads, kv = num(pick("heads", result, model)), num(pick("kv_heads", result, model))
     d = num(pick("head_dim", result, model))
     phase = str(pick("phase", axes, result, default=""))
     n, l_ = num(pick("n", result, axes)), num(pick("l", result, axes))
     tokens = n if phase == "prefill" else 1.0
-    weights = h * heads * d * 2 + 2 * h * kv * d + 3 * h * i  # q and o, k and v, the FFN
+    ffn = 2 if pick("arch", result, model) == "gptneox" else 3
+    weights = h * heads * d * 2 + 2 * h * kv * d + ffn * h * i  # q and o, k and v, the FFN
     return {"flops": 2.0 * weights * tokens + attention_flops(phase, heads, d, n, l_),
             "bytes_min": weights / Q8_BLOCK * Q8_BLOCK_BYTES
             + attention_bytes(phase, heads, kv, d, n, l_, ELEM_BYTES["fp32"])}

@@ -152,14 +152,6 @@ LAYER = Family("layer", ("phase", "n", "l"), _layer_args,
 FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8, LAYER)}
 
 
-def _layer_builds(axes: Mapping[str, Any], shape: Mapping[str, Any]) -> str | None:
-    """The layer workload builds llama and qwen2 blocks; a GPT-NeoX block (Pythia:
-    LayerNorm, parallel residual, GELU MLP, biases) is not written yet (exit 2)."""
-    if shape.get("arch") == "gptneox":
-        return "the layer workload does not build GPT-NeoX blocks (Pythia) yet"
-    return None
-
-
 @dataclass(frozen=True)
 class Kernel:
     name: str
@@ -277,9 +269,8 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
            port="q8-scalar", doc="ggml's own Q8_0 mul_mat (rv64gc)"),
     # one decoder layer: the q8 kernels for the linear layers, an attention kernel
     Kernel("layer", LAYER, "layer", vector=True, tunables=("attn", "linear"),
-           limits=_layer_builds,
            doc="one decoder layer, nine sublayers (one ROI each): --linear, --attn"),
-    Kernel("layer-scalar", LAYER, "layer-scalar", vector=False, limits=_layer_builds,
+    Kernel("layer-scalar", LAYER, "layer-scalar", vector=False,
            doc="one decoder layer without vector code (q8-scalar, ggml-scalar)"),
 )}
 

@@ -17,6 +17,8 @@ from analysis.tables import all_tables
 from analysis.tests.synthetic_sweep import write_run
 
 MODEL = "tinyllama-1.1b"  # 22 layers
+PYTHIA = "pythia-410m"  # 24 layers, a GPT-NeoX block
+NEOX_SUBLAYERS = [("ffn_up" if s == "ffn_up_gate" else s) for s in SUBLAYERS]
 
 
 def _axes(kernel: str, attn: str, linear: str, vlen: int | None) -> dict[str, Any]:
@@ -28,15 +30,19 @@ def _axes(kernel: str, attn: str, linear: str, vlen: int | None) -> dict[str, An
 
 def _layer_run(root: Path, rid: str, cycles: list[int], kernel: str = "layer",
                attn: str = "ggml-vec", linear: str = "q8-ggml", vlen: int | None = 512,
-               exit_dump: bool = True) -> Path:
-    """A layer run: one dump per sublayer (cycles[i] for sublayer i), then gem5's exit dump."""
+               exit_dump: bool = True, model: str = MODEL) -> Path:
+    """A layer run: one dump per sublayer (cycles[i] for sublayer i), then gem5's exit dump;
+    Pythia's as the workload reports a GPT-NeoX block (its up projection is `ffn_up`)."""
     blocks = [synth.dump_lines(c, c // 2, seed=i) for i, c in enumerate(cycles)]
     if exit_dump:
         blocks.append(synth.dump_lines(sum(cycles) * 3, sum(cycles)))
     result = {"pass": True, "workload": "layer", "sublayers": list(SUBLAYERS),
               "hidden": 2048, "intermediate": 5632, "heads": 32, "kv_heads": 4,
               "head_dim": 64}
-    return write_run(root, rid, _axes(kernel, attn, linear, vlen),
+    if model == PYTHIA:
+        result.update(sublayers=NEOX_SUBLAYERS, arch="gptneox", hidden=1024,
+                      intermediate=4096, heads=16, kv_heads=16)
+    return write_run(root, rid, {**_axes(kernel, attn, linear, vlen), "model": model},
                      stats=synth.stats_text(blocks), result=result)
 
 
@@ -131,3 +137,21 @@ def test_gem5_exit_dump_is_never_read_as_the_last_sublayer(tmp_path: Path) -> No
     assert "9 regions" in row["analysis_error"] and "exit dump" in row["analysis_error"]
     src, dst = tmp_path, tmp_path / "kept"
     assert compact(src, dst).problems and "exit dump" in compact(src, dst).problems[0]
+
+
+def test_gptneox_up_projection_is_the_ffn_up_gate_slot(tmp_path: Path) -> None:
+    """Pythia's run names its sixth region ffn_up (no gate): the tables keep it in the
+    ffn_up_gate column, among the linear layers; its FLOPs count two FFN matrices"""
+    _layer_run(tmp_path, "base", BASE)
+    _layer_run(tmp_path, "neox", BASE, model=PYTHIA)
+    df = collect(tmp_path, use_cache=False).df
+    row = df[df["model"] == PYTHIA].iloc[0]
+    assert row["usable"] and row["sub_ffn_up_cycles"] == 400
+    weights = 1024 * 1024 * 2 + 2 * 1024 * 1024 + 2 * 1024 * 4096
+    assert row["flops"] == 2 * weights + 4 * 16 * 64 * 512
+    tables = all_tables(df)
+    subs = tables["layer_sublayers"].set_index("model")
+    assert list(subs.loc[PYTHIA, list(SUBLAYERS)]) == list(subs.loc[MODEL, list(SUBLAYERS)])
+    summary = tables["layer_summary"].set_index("model")
+    assert summary.loc[PYTHIA, "linear_pct"] == summary.loc[MODEL, "linear_pct"]
+    assert summary.loc[PYTHIA, "model_layers"] == 24

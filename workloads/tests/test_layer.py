@@ -1,8 +1,9 @@
-"""The layer workload (src/layer) under QEMU: every model it builds in both phases with
-both vector attention kernels, every linear layout at short and long vectors, the scalar
-binary, the per-sublayer check (a planted error fails), one region of interest per
-sublayer, and bad arguments (one line, exit 2). Real layer dimensions throughout; short
-sequences keep the whole file to a couple of minutes."""
+"""The layer workload (src/layer) under QEMU: every model (llama, qwen2 and GPT-NeoX
+blocks) in both phases with both vector attention kernels, every linear layout at short and
+long vectors, the scalar binary, the per-sublayer check (a planted error fails), one region
+of interest per sublayer, and bad arguments (one line, exit 2). Real layer dimensions
+throughout; short sequences keep the whole file to a couple of minutes. Pythia's block in
+detail: test_layer_neox.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from workloads.models import load_models
 
 SUBLAYERS = ["attn_norm", "qkv", "rope", "attention", "o_proj", "ffn_norm", "ffn_up_gate",
              "ffn_act", "ffn_down"]
-BUILT = [m for m, s in load_models().items() if s["arch"] != "gptneox"]
+#: a GPT-NeoX block's: the same regions, its FFN has no gate
+NEOX_SUBLAYERS = [("ffn_up" if s == "ffn_up_gate" else s) for s in SUBLAYERS]
+BUILT = list(load_models())
+#: what the JSON says of each block (norm, qkv, residual, ffn)
+BLOCK = {"llama": ("rmsnorm", "separate", "sequential", "swiglu"),
+         "qwen2": ("rmsnorm", "separate", "sequential", "swiglu"),
+         "gptneox": ("layernorm", "fused", "parallel", "gelu")}
 #: decode over 70 keys (past one fa-v key block of 64), prefill of 3 tokens
 SIZE = {"decode": ["--l", "70"], "prefill": ["--n", "3"]}
 
@@ -26,9 +33,10 @@ def run_ok(binary: str, args: list[str], vlen: int = 512) -> dict:
     assert res.rc == 0, (args, res.rc, res.stdout[-600:], res.stderr)
     rec = res.record
     assert rec["pass"] is True and rec["n_bad"] == 0
-    assert rec["sublayers"] == SUBLAYERS
-    assert set(rec["stage_err"]) == set(SUBLAYERS)
-    assert all(rec["stage_err"][s] <= rec["stage_tol"][s] for s in SUBLAYERS)
+    names = NEOX_SUBLAYERS if rec["arch"] == "gptneox" else SUBLAYERS
+    assert rec["sublayers"] == names
+    assert list(rec["stage_err"]) == names and list(rec["stage_tol"]) == names
+    assert all(rec["stage_err"][s] <= rec["stage_tol"][s] for s in names)
     return rec
 
 
@@ -55,6 +63,8 @@ def test_model_phase_attention(model: str, phase: str, attn: str, linear: str,
     assert (rec["model"], rec["attn"], rec["linear"], rec["vlen"]) == (model, attn, linear, vlen)
     assert (rec["hidden"], rec["intermediate"]) == (shape["hidden"], shape["intermediate"])
     assert rec["rope"] == shape["rope"] and rec["rope_dims"] == shape["rope_dims"]
+    assert rec["arch"] == shape["arch"]
+    assert (rec["norm"], rec["qkv"], rec["residual"], rec["ffn"]) == BLOCK[shape["arch"]]
     assert rec["rope_freq_factors"] == bool(shape["rope_scaling"])
     assert rec["attn_regime"] == "row" if attn == "ggml-vec" else rec["attn_regime"] != "row"
     if phase == "prefill":
@@ -121,7 +131,8 @@ def test_seed_changes_inputs_not_the_check() -> None:
 BAD_ARGS = [
     ("layer", [], "--model"),
     ("layer", ["--model", "gpt-9"], "--model"),
-    ("layer", ["--model", "pythia-410m"], "--model"),
+    ("layer", ["--model", "pythia-410m", "--phase", "prefill", "--n", "0"], "--n"),
+    ("layer", ["--model", "pythia-410m", "--l", "70", "--attn", "fa-v2"], "--attn"),
     ("layer", ["--model", "tinyllama-1.1b", "--phase", "decode", "--n", "4"], "--n"),
     ("layer", ["--model", "tinyllama-1.1b", "--phase", "prefill", "--l", "4"], "--l"),
     ("layer", ["--model", "tinyllama-1.1b", "--phase", "train"], "--phase"),
@@ -137,6 +148,8 @@ BAD_ARGS = [
     ("layer-scalar", ["--model", "tinyllama-1.1b", "--linear", "q8-split"], "--linear"),
     ("layer-scalar", ["--model", "tinyllama-1.1b", "--attn", "fa-v"], "--attn"),
     ("layer-scalar", ["--model", "tinyllama-1.1b", "--kernel", "layer"], "--kernel"),
+    ("layer-scalar", ["--model", "pythia-410m", "--linear", "q8-ggml"], "--linear"),
+    ("layer-scalar", ["--model", "pythia-410m", "--attn", "ggml-vec"], "--attn"),
 ]
 
 
@@ -175,6 +188,7 @@ def test_registry_entries() -> None:
     assert layer.family is LAYER and scalar.family is LAYER
     assert layer.vector and not scalar.vector
     assert set(layer.tunables) == {"attn", "linear"} and not scalar.tunables
-    pythia = load_models()["pythia-410m"]
-    assert layer.cannot_run({}, pythia) and scalar.cannot_run({}, pythia)
-    assert all(layer.cannot_run({}, load_models()[m]) is None for m in BUILT)
+    # every model's block is built, Pythia's GPT-NeoX block included
+    for k in (layer, scalar):
+        assert all(k.cannot_run({}, load_models()[m]) is None for m in BUILT)
+    assert "pythia-410m" in BUILT

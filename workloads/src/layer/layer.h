@@ -1,4 +1,5 @@
-/* layer workload: one transformer decoder layer as llama.cpp runs it on a CPU.
+/* layer workload: one transformer decoder layer as llama.cpp runs it on a CPU (llama,
+ * qwen2 and GPT-NeoX blocks).
  * Shared declarations of layer_main.c (arguments, inputs, regions of interest, JSON),
  * layer_ops.c (what runs inside the regions) and layer_ref.c (the double-precision
  * reference and the check). The linear layers are the q8 kernels (src/q8), attention is
@@ -18,12 +19,14 @@ enum { LIN_SCALAR, LIN_GGML, LIN_PACKED, LIN_SPLIT, N_LIN };
 enum { ATT_GGML_SCALAR, ATT_GGML_VEC, ATT_FA_V, N_ATT };
 
 /* The sublayers, in the order they run; each is one region of interest (one gem5 stats
- * dump with --roi m5). */
+ * dump with --roi m5). A GPT-NeoX block has no gate: its SUB_FFN_UP_GATE is the up
+ * projection alone, named "ffn_up" (sublayer_name). */
 enum {
     SUB_ATTN_NORM, SUB_QKV, SUB_ROPE, SUB_ATTENTION, SUB_O_PROJ, SUB_FFN_NORM,
     SUB_FFN_UP_GATE, SUB_FFN_ACT, SUB_FFN_DOWN, N_SUB
 };
-extern const char *const SUBLAYER_NAMES[N_SUB];
+typedef struct layer layer_t;
+const char *sublayer_name(const layer_t *s, int i);
 
 /* One weight matrix: rows x cols in ggml's block_q8_0 layout (rows x nb blocks), its
  * optional bias, and, for q8-split, the same weights in the split layout. */
@@ -36,12 +39,13 @@ typedef struct {
 #endif
 } linear_t;
 
-typedef struct {
+struct layer {
     /* the model */
     const model_shape *m;
     const layer_params *lp;
     size_t H, I, qd, kvd;  /* hidden, intermediate, heads x D, kv heads x D */
     int heads, kvh, D, n_rot;
+    int neox; /* GPT-NeoX block: LayerNorm, fused qkv, biases, parallel residual, GELU */
     /* the problem: ntok tokens at positions pos0 .. pos0 + ntok - 1 over n_kv keys */
     size_t ntok;
     int pos0, n_kv, decode;
@@ -51,11 +55,16 @@ typedef struct {
     int8_t *xbuf;        /* q8-packed scratch */
     /* weights */
     float *w_attn_norm, *w_ffn_norm; /* [H] */
-    linear_t wq, wk, wv, wo, wgate, wup, wdown;
+    float *b_attn_norm, *b_ffn_norm; /* [H], LayerNorm's bias (GPT-NeoX), else NULL */
+    linear_t wq, wk, wv, wo, wgate, wup, wdown; /* GPT-NeoX: no wq, wk, wv, wgate */
+    linear_t wqkv;                   /* GPT-NeoX: q, k, v in one matrix, rows q | k | v */
+    const uint16_t *gelu_tab;        /* GPT-NeoX: ggml's fp16 GELU of every fp16 value */
     float *rope_ff;                  /* llama3 frequency factors [n_rot/2], or NULL */
     float rope_theta_scale;          /* theta_base^(-2/n_rot) */
     /* activations: [ntok][width] row-major */
     float *x, *xn, *q, *k, *v, *qr, *ao, *ov, *h, *hn, *g, *u, *act, *dn, *out;
+    float *qkv;                      /* GPT-NeoX: [ntok][qd + 2 kvd]; q, k, v point into it */
+    size_t q_ld, kv_ld;              /* row strides of q and of k, v */
     float *kc, *vc;                  /* the KV cache, [n_kv][kvd] */
     float *rope_cache;               /* [n_rot]: cos, sin of one position */
     block_q8 *xq_attn, *xq_o, *xq_ffn, *xq_act; /* the Q8_0 activations of the linears */
@@ -65,7 +74,7 @@ typedef struct {
 #if VLSCALE_VECTOR
     fav_ctx fav;
 #endif
-} layer_t;
+};
 
 /* layer_ops.c: the sublayers (each runs inside its region of interest) */
 void sub_attn_norm(layer_t *s);

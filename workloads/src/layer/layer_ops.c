@@ -2,21 +2,27 @@
  *
  * The linear layers and attention are the kernels of the q8 and attention workloads,
  * called as their own workloads call them. The small operations follow ggml's CPU code
- * (ggml-cpu ops.cpp / vec.cpp of the ggml in workloads/ggml) in what they compute and in
- * which precision, written here in plain C; they run scalar in both builds (our builds do
- * not auto-vectorise). ggml has RVV code for two of them, the activation quantiser
- * (quantize_row_q8_0) and SiLU/SwiGLU (a vector exp), which we do not port: see
- * workloads/README.md, "layer". */
+ * (ggml-cpu ops.cpp / vec.cpp / vec.h of the ggml in workloads/ggml) in what they compute
+ * and in which precision, written here in plain C; they run scalar in both builds (our
+ * builds do not auto-vectorise). ggml has RVV code for some of them (the activation
+ * quantiser quantize_row_q8_0, SiLU/SwiGLU with a vector exp, LayerNorm's centred sum of
+ * squares), which we do not port: see workloads/README.md, "layer". */
 #include <math.h>
 #include <string.h>
 
+#include "common/f16.h"
 #include "layer/layer.h"
 
-const char *const SUBLAYER_NAMES[N_SUB] = {
+static const char *const SUBLAYER_NAMES[N_SUB] = {
     [SUB_ATTN_NORM] = "attn_norm", [SUB_QKV] = "qkv", [SUB_ROPE] = "rope",
     [SUB_ATTENTION] = "attention", [SUB_O_PROJ] = "o_proj", [SUB_FFN_NORM] = "ffn_norm",
     [SUB_FFN_UP_GATE] = "ffn_up_gate", [SUB_FFN_ACT] = "ffn_act", [SUB_FFN_DOWN] = "ffn_down",
 };
+
+/* the same nine regions for every block; GPT-NeoX's FFN has no gate */
+const char *sublayer_name(const layer_t *s, int i) {
+    return s->neox && i == SUB_FFN_UP_GATE ? "ffn_up" : SUBLAYER_NAMES[i];
+}
 
 /* ggml's mul_mat walks the output in blocks of 16 weight rows x 16 tokens (blck_0,
  * blck_1 in ggml_compute_forward_mul_mat_one_chunk) and calls the row's vec_dot for each
@@ -77,7 +83,7 @@ static void lin_run(const layer_t *s, const linear_t *L, const block_q8 *xq, flo
             }
         }
     }
-    if (L->bias) /* ggml_add of the bias row (Qwen2's q, k and v) */
+    if (L->bias) /* ggml_add of the bias row (Qwen2's q, k, v; every GPT-NeoX linear) */
         for (size_t t = 0; t < ntok; t++)
             for (size_t r = 0; r < rows; r++) y[t * rows + r] += L->bias[r];
 }
@@ -102,10 +108,46 @@ static void rms_norm(const layer_t *s, const float *x, const float *w, float *y)
     }
 }
 
-void sub_attn_norm(layer_t *s) { rms_norm(s, s->x, s->w_attn_norm, s->xn); }
+/* LayerNorm as ggml_norm then ggml_mul by the weight and ggml_add of the bias: the sum in
+ * double rounded to an fp32 mean; the centred values in fp32, their squares summed in
+ * double (ggml_vec_cvar_f32), the variance and scale in fp32;
+ * y = ((x - mean) * scale) * w + b */
+static void layer_norm(const layer_t *s, const float *x, const float *w, const float *b,
+                       float *y) {
+    const size_t n = s->H;
+    for (size_t t = 0; t < s->ntok; t++) {
+        const float *xr = x + t * n;
+        float *yr = y + t * n;
+        double sum = 0.0;
+        for (size_t i = 0; i < n; i++) sum += (double)xr[i];
+        const float mean = (float)sum / (float)n;
+        double sq = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            const float c = xr[i] - mean;
+            yr[i] = c;
+            sq += (double)(c * c);
+        }
+        const float var = (float)(sq / (double)n);
+        const float scale = 1.0f / sqrtf(var + s->lp->norm_eps);
+        for (size_t i = 0; i < n; i++) {
+            const float yw = yr[i] * scale * w[i]; /* own statement: no fused multiply-add */
+            yr[i] = yw + b[i];                     /* (ggml's mul and add are two ops) */
+        }
+    }
+}
 
+void sub_attn_norm(layer_t *s) {
+    if (s->neox) layer_norm(s, s->x, s->w_attn_norm, s->b_attn_norm, s->xn);
+    else rms_norm(s, s->x, s->w_attn_norm, s->xn);
+}
+
+/* GPT-NeoX: one fused GEMV (q, k, v are views of its rows, as llama.cpp's build_qkv) */
 void sub_qkv(layer_t *s) {
     quantize_rows(s, s->xn, s->H, s->xq_attn);
+    if (s->neox) {
+        lin_run(s, &s->wqkv, s->xq_attn, s->qkv);
+        return;
+    }
     lin_run(s, &s->wq, s->xq_attn, s->q);
     lin_run(s, &s->wk, s->xq_attn, s->k);
     lin_run(s, &s->wv, s->xq_attn, s->v);
@@ -125,7 +167,7 @@ static void rope_angles(const layer_t *s, int pos) {
 }
 
 /* rotate one token's heads: NORM mode pairs (2i, 2i+1), NEOX mode (i, i + n_rot/2);
- * dimensions from n_rot on are copied */
+ * dimensions from n_rot on are copied (partial rotary: Pythia rotates 16 of 64) */
 static void rope_heads(const layer_t *s, const float *src, float *dst, int nh) {
     const int D = s->D, nr = s->n_rot, half = nr / 2;
     const float *cs = s->rope_cache;
@@ -148,9 +190,9 @@ void sub_rope(layer_t *s) {
     for (size_t t = 0; t < s->ntok; t++) {
         const int pos = s->pos0 + (int)t;
         rope_angles(s, pos);
-        rope_heads(s, s->q + t * s->qd, s->qr + t * s->qd, s->heads);
-        rope_heads(s, s->k + t * s->kvd, s->kc + (size_t)pos * s->kvd, s->kvh);
-        memcpy(s->vc + (size_t)pos * s->kvd, s->v + t * s->kvd, s->kvd * sizeof(float));
+        rope_heads(s, s->q + t * s->q_ld, s->qr + t * s->qd, s->heads);
+        rope_heads(s, s->k + t * s->kv_ld, s->kc + (size_t)pos * s->kvd, s->kvh);
+        memcpy(s->vc + (size_t)pos * s->kvd, s->v + t * s->kv_ld, s->kvd * sizeof(float));
     }
 }
 
@@ -169,28 +211,56 @@ static void add_rows(const float *a, const float *b, float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
+/* GPT-NeoX's parallel residual adds the attention output at the end (sub_ffn_down) */
 void sub_o_proj(layer_t *s) {
     quantize_rows(s, s->ao, s->qd, s->xq_o);
     lin_run(s, &s->wo, s->xq_o, s->ov);
-    add_rows(s->x, s->ov, s->h, s->ntok * s->H); /* residual */
+    if (!s->neox) add_rows(s->x, s->ov, s->h, s->ntok * s->H); /* residual */
 }
 
-void sub_ffn_norm(layer_t *s) { rms_norm(s, s->h, s->w_ffn_norm, s->hn); }
+/* GPT-NeoX (parallel residual): the FFN's norm reads the layer's input x, not x + attn */
+void sub_ffn_norm(layer_t *s) {
+    if (s->neox) layer_norm(s, s->x, s->w_ffn_norm, s->b_ffn_norm, s->hn);
+    else rms_norm(s, s->h, s->w_ffn_norm, s->hn);
+}
 
 void sub_ffn_up_gate(layer_t *s) {
     quantize_rows(s, s->hn, s->H, s->xq_ffn);
-    lin_run(s, &s->wgate, s->xq_ffn, s->g);
+    if (!s->neox) lin_run(s, &s->wgate, s->xq_ffn, s->g);
     lin_run(s, &s->wup, s->xq_ffn, s->u);
 }
 
-/* SwiGLU: silu(gate) * up, silu(x) = x / (1 + exp(-x)) in fp32 (ggml_silu_f32) */
+/* GELU as ggml's CPU backend computes it for fp32 (GGML_GELU_FP16, ggml_vec_gelu_f32): 0 at
+ * and below -10, x at and above 10, else the input rounded to fp16 (inline, one fp32 add
+ * rounds, as ggml's conversion without Zfh) indexes a table of the tanh GELU of every fp16
+ * value, stored as fp16 and widened through the fp16 -> fp32 table as ggml widens halves */
+static void gelu_table(const layer_t *s, const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] <= -10.0f) y[i] = 0.0f;
+        else if (x[i] >= 10.0f) y[i] = x[i];
+        else y[i] = s->f16tab[s->gelu_tab[f32_to_f16(x[i])]];
+    }
+}
+
+/* SwiGLU: silu(gate) * up, silu(x) = x / (1 + exp(-x)) in fp32 (ggml_silu_f32);
+ * GPT-NeoX: GELU(up) */
 void sub_ffn_act(layer_t *s) {
     const size_t n = s->ntok * s->I;
+    if (s->neox) {
+        gelu_table(s, s->u, s->act, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++) s->act[i] = s->g[i] / (1.0f + expf(-s->g[i])) * s->u[i];
 }
 
+/* residual: h + ffn; GPT-NeoX's parallel residual (ffn + x) + attn, llama.cpp's order */
 void sub_ffn_down(layer_t *s) {
     quantize_rows(s, s->act, s->I, s->xq_act);
     lin_run(s, &s->wdown, s->xq_act, s->dn);
-    add_rows(s->h, s->dn, s->out, s->ntok * s->H); /* residual */
+    if (s->neox) {
+        add_rows(s->dn, s->x, s->out, s->ntok * s->H);
+        add_rows(s->out, s->ov, s->out, s->ntok * s->H);
+    } else {
+        add_rows(s->h, s->dn, s->out, s->ntok * s->H);
+    }
 }

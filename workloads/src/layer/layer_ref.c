@@ -7,7 +7,9 @@
  * (the input of each linear layer), the reference quantises the kernel's fp32 activation
  * the same way, so both sides multiply the same Q8_0 activations by the same dequantised
  * weights: what is checked is the arithmetic error of the kernels, not quantisation error
- * (one rounding step of difference would move an output by O(1) of a quant). */
+ * (one rounding step of difference would move an output by O(1) of a quant). GPT-NeoX's
+ * GELU reads its input rounded to fp16 (ggml's table): the reference rounds it the same
+ * way and computes the tanh GELU of it in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,36 @@ static void ref_rms_norm(const layer_t *s, const double *x, const float *w, doub
         const double scale = 1.0 / sqrt(sum / (double)n + (double)s->lp->norm_eps);
         for (size_t i = 0; i < n; i++) y[t * n + i] = x[t * n + i] * scale * (double)w[i];
     }
+}
+
+/* LayerNorm: (x - mean) / sqrt(variance + eps) * w + b */
+static void ref_layer_norm(const layer_t *s, const double *x, const float *w, const float *b,
+                           double *y) {
+    const size_t n = s->H;
+    for (size_t t = 0; t < s->ntok; t++) {
+        const double *xr = x + t * n;
+        double mean = 0.0, var = 0.0;
+        for (size_t i = 0; i < n; i++) mean += xr[i];
+        mean /= (double)n;
+        for (size_t i = 0; i < n; i++) var += (xr[i] - mean) * (xr[i] - mean);
+        const double scale = 1.0 / sqrt(var / (double)n + (double)s->lp->norm_eps);
+        for (size_t i = 0; i < n; i++)
+            y[t * n + i] = (xr[i] - mean) * scale * (double)w[i] + (double)b[i];
+    }
+}
+
+/* the block's norm: LayerNorm (GPT-NeoX) or RMSNorm */
+static void ref_norm(const layer_t *s, const double *x, const float *w, const float *b,
+                     double *y) {
+    if (s->neox) ref_layer_norm(s, x, w, b, y);
+    else ref_rms_norm(s, x, w, y);
+}
+
+/* the tanh GELU in double of the input as ggml's table reads it: rounded to fp16 inside
+ * (-10, 10), where the table is used */
+static double ref_gelu(float x) {
+    const double v = x > -10.0f && x < 10.0f ? (double)fp16_to_fp32(fp32_to_fp16(x)) : (double)x;
+    return 0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
 }
 
 /* RoPE of one token's heads at position pos, angles pos * theta^(-2i/n_rot) / ff_i */
@@ -121,6 +153,36 @@ static double *widen(const float *x, size_t n) {
     return d;
 }
 
+/* rows of width w, ld apart (views of the fused qkv), as packed double rows */
+static double *widen_rows(const float *x, size_t ld, size_t rows, size_t w) {
+    double *d = dalloc(rows * w);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < w; i++) d[r * w + i] = x[r * ld + i];
+    return d;
+}
+
+/* qkv: the projections of the quantised normed input (GPT-NeoX: one fused matrix) */
+static void check_qkv(const layer_t *s, err_stats *e, double tol, double *err) {
+    const size_t N = s->ntok, qd = s->qd, kvd = s->kvd;
+    block_q8 *xq = ref_quantize(s, s->xn, s->H);
+    if (s->neox) {
+        double *qkv = dalloc(N * (qd + 2 * kvd));
+        ref_linear(s, &s->wqkv, xq, qkv);
+        compare(s->qkv, qkv, N * (qd + 2 * kvd), tol, e, err);
+        free(qkv), free(xq);
+        return;
+    }
+    double *q = dalloc(N * qd), *k = dalloc(N * kvd), *v = dalloc(N * kvd);
+    ref_linear(s, &s->wq, xq, q);
+    ref_linear(s, &s->wk, xq, k);
+    ref_linear(s, &s->wv, xq, v);
+    free(xq);
+    compare(s->q, q, N * qd, tol, e, err);
+    compare(s->k, k, N * kvd, tol, e, err);
+    compare(s->v, v, N * kvd, tol, e, err);
+    free(q), free(k), free(v);
+}
+
 int layer_check(const layer_t *s, int perturb, err_stats *e, double stage_err[N_SUB],
                 const double tol[N_SUB]) {
     const size_t N = s->ntok, H = s->H, I = s->I, qd = s->qd, kvd = s->kvd;
@@ -128,25 +190,16 @@ int layer_check(const layer_t *s, int perturb, err_stats *e, double stage_err[N_
     for (int i = 0; i < N_SUB; i++) stage_err[i] = 0.0;
     if (perturb) s->out[(N * H) / 2] += 1.0f; /* the layer's output, far outside tolerance */
 
-    /* attn_norm: RMSNorm of the input */
+    /* attn_norm: RMSNorm (GPT-NeoX: LayerNorm) of the input */
     double *x = widen(s->x, N * H), *y = dalloc(N * H);
-    ref_rms_norm(s, x, s->w_attn_norm, y);
+    ref_norm(s, x, s->w_attn_norm, s->b_attn_norm, y);
     compare(s->xn, y, N * H, tol[SUB_ATTN_NORM], e, &stage_err[SUB_ATTN_NORM]);
 
-    /* qkv: the projections of the quantised normed input */
-    block_q8 *xq = ref_quantize(s, s->xn, H);
-    double *q = dalloc(N * qd), *k = dalloc(N * kvd), *v = dalloc(N * kvd);
-    ref_linear(s, &s->wq, xq, q);
-    ref_linear(s, &s->wk, xq, k);
-    ref_linear(s, &s->wv, xq, v);
-    free(xq);
-    compare(s->q, q, N * qd, tol[SUB_QKV], e, &stage_err[SUB_QKV]);
-    compare(s->k, k, N * kvd, tol[SUB_QKV], e, &stage_err[SUB_QKV]);
-    compare(s->v, v, N * kvd, tol[SUB_QKV], e, &stage_err[SUB_QKV]);
-    free(q), free(k), free(v);
+    check_qkv(s, e, tol[SUB_QKV], &stage_err[SUB_QKV]);
 
     /* rope: the kernel's q and k rotated; the new cache rows hold rotated k and v */
-    double *qin = widen(s->q, N * qd), *kin = widen(s->k, N * kvd), *vin = widen(s->v, N * kvd);
+    double *qin = widen_rows(s->q, s->q_ld, N, qd), *kin = widen_rows(s->k, s->kv_ld, N, kvd);
+    double *vin = widen_rows(s->v, s->kv_ld, N, kvd);
     double *qr = dalloc(N * qd), *kr = dalloc(N * kvd);
     for (size_t t = 0; t < N; t++) {
         ref_rope(s, qin + t * qd, qr + t * qd, s->heads, s->pos0 + (int)t);
@@ -164,41 +217,51 @@ int layer_check(const layer_t *s, int perturb, err_stats *e, double stage_err[N_
     compare(s->ao, ao, N * qd, tol[SUB_ATTENTION], e, &stage_err[SUB_ATTENTION]);
     free(ao);
 
-    /* o_proj: x + Wo (quantised attention output) */
-    xq = ref_quantize(s, s->ao, qd);
+    /* o_proj: x + Wo (quantised attention output); GPT-NeoX: Wo ao + bias alone (its
+     * parallel residual adds it in ffn_down) */
+    block_q8 *xq = ref_quantize(s, s->ao, qd);
     ref_linear(s, &s->wo, xq, y);
     free(xq);
-    for (size_t i = 0; i < N * H; i++) y[i] += x[i];
-    compare(s->h, y, N * H, tol[SUB_O_PROJ], e, &stage_err[SUB_O_PROJ]);
+    if (!s->neox)
+        for (size_t i = 0; i < N * H; i++) y[i] += x[i];
+    compare(s->neox ? s->ov : s->h, y, N * H, tol[SUB_O_PROJ], e, &stage_err[SUB_O_PROJ]);
 
-    /* ffn_norm: RMSNorm of the kernel's h */
-    double *h = widen(s->h, N * H);
-    ref_rms_norm(s, h, s->w_ffn_norm, y);
+    /* ffn_norm: RMSNorm of the kernel's h; GPT-NeoX: LayerNorm of the input x */
+    double *h = s->neox ? x : widen(s->h, N * H);
+    ref_norm(s, h, s->w_ffn_norm, s->b_ffn_norm, y);
     compare(s->hn, y, N * H, tol[SUB_FFN_NORM], e, &stage_err[SUB_FFN_NORM]);
 
-    /* ffn_up_gate: gate and up of the quantised normed h */
+    /* ffn_up_gate: gate and up of the quantised normed h (GPT-NeoX: up alone) */
     xq = ref_quantize(s, s->hn, H);
     double *g = dalloc(N * I), *u = dalloc(N * I);
-    ref_linear(s, &s->wgate, xq, g);
+    if (!s->neox) {
+        ref_linear(s, &s->wgate, xq, g);
+        compare(s->g, g, N * I, tol[SUB_FFN_UP_GATE], e, &stage_err[SUB_FFN_UP_GATE]);
+    }
     ref_linear(s, &s->wup, xq, u);
     free(xq);
-    compare(s->g, g, N * I, tol[SUB_FFN_UP_GATE], e, &stage_err[SUB_FFN_UP_GATE]);
     compare(s->u, u, N * I, tol[SUB_FFN_UP_GATE], e, &stage_err[SUB_FFN_UP_GATE]);
 
-    /* ffn_act: silu(gate) * up of the kernel's gate and up */
+    /* ffn_act: silu(gate) * up of the kernel's gate and up; GPT-NeoX: GELU(up) */
     for (size_t i = 0; i < N * I; i++) {
-        const double gi = s->g[i];
-        g[i] = gi / (1.0 + exp(-gi)) * (double)s->u[i];
+        if (s->neox) {
+            g[i] = ref_gelu(s->u[i]);
+        } else {
+            const double gi = s->g[i];
+            g[i] = gi / (1.0 + exp(-gi)) * (double)s->u[i];
+        }
     }
     compare(s->act, g, N * I, tol[SUB_FFN_ACT], e, &stage_err[SUB_FFN_ACT]);
     free(g), free(u);
 
-    /* ffn_down: the kernel's h + Wdown (quantised activation) */
+    /* ffn_down: the kernel's h + Wdown (quantised activation); GPT-NeoX: Wdown act + bias +
+     * x + the kernel's attention output (o_proj's) */
     xq = ref_quantize(s, s->act, I);
     ref_linear(s, &s->wdown, xq, y);
     free(xq);
-    for (size_t i = 0; i < N * H; i++) y[i] += h[i];
+    for (size_t i = 0; i < N * H; i++) y[i] += s->neox ? h[i] + (double)s->ov[i] : h[i];
     compare(s->out, y, N * H, tol[SUB_FFN_DOWN], e, &stage_err[SUB_FFN_DOWN]);
-    free(x), free(y), free(h);
+    if (h != x) free(h);
+    free(x), free(y);
     return e->n_bad == 0;
 }
