@@ -18,7 +18,8 @@ def test_models(model: str, lmul: str, vlen: int) -> None:
                      "--lmul", lmul, *phase], vlen)
         assert (rec["regime"], rec["regime_asked"], rec["k_cache"]) == (
             "blocked", "auto", "transposed")
-        # auto key block: one score vector of VLMAX keys, at least 64
+        # auto key block (page): one score vector of VLMAX keys, at least 64, at most
+        # 512 KiB of all kv heads (QEMU's VLMAX <= 128 stays under it for every model)
         assert rec["block_c"] == max(64, rec["vlmax"])
 
 
@@ -49,3 +50,16 @@ def test_same_output_as_the_copied_block() -> None:
     a = qemu_run("attention-fa-v", args, vlen=512).record
     b = qemu_run("attention-fa-v", [*args, "--k-cache", "transposed"], vlen=512).record
     assert a["pass"] and b["pass"] and a["max_abs_err"] == b["max_abs_err"]
+
+
+@pytest.mark.parametrize("model, page", [("pythia-410m", 64), ("tinyllama-1.1b", 512)])
+def test_page_stays_within_half_the_l2(model: str, page: int) -> None:
+    """A page of all kv heads holds at most 512 KiB (halved down to 64 keys). QEMU's VLMAX
+    stops at 128, which no paper model's page exceeds, so a wide custom shape (16 kv heads
+    x D = 256: 16 KiB a key) stands in for Pythia at 8192 bit."""
+    heads, kv, d = (16, 16, 256) if model == "pythia-410m" else (32, 4, 64)
+    rec = check(["--kernel", "fa-v", "--heads", str(heads), "--kv-heads", str(kv),
+                 "--head-dim", str(d), "--phase", "decode", "--l", "200", "--lmul", "4",
+                 "--k-cache", "transposed"], 1024)
+    assert rec["vlmax"] == 128
+    assert rec["block_c"] == min(128, page)

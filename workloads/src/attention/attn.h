@@ -98,7 +98,8 @@ typedef struct {
     float *kt;      /* blocked regime: the key block transposed, [kv head][D][block_c] */
 #if FAV_KCACHE
     float *ktc;     /* blocked, --k-cache transposed: the whole K cache as a decoder would
-                       keep it, [kv head][D][n_kv]; no per-block copy */
+                       keep it, in pages of block_c positions, each page stored transposed
+                       ([page][kv head][D][block_c]); no per-block copy */
 #endif
     int strip;      /* rows regime: query rows per strip (the vector length), <= VLMAX */
     float *qt, *acct; /* rows regime: one strip of Q^T and O^T, [D][strip] */

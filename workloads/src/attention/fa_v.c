@@ -62,38 +62,64 @@ __attribute__((noinline)) static void fav_transpose_k(const fav_ctx *c, int c0, 
 }
 
 #if FAV_KCACHE
-/* --k-cache transposed: the K cache is kept as a decoder would keep it for K^T scores,
- * [kv head][D][n_kv], so no key block is copied. Positions before the step's tokens are
+/* --k-cache transposed: the K cache is kept as a decoder would keep it for K^T scores, in
+ * pages of block_c positions, each page stored as [kv head][D][block_c] (the block the
+ * copy would build), so no key block is copied. Positions before the step's tokens are
  * there already (written outside the region of interest, as earlier steps left them); the
  * step's own keys (n_q rows: the decoded token, or every prompt token in prefill) are
  * appended inside it, each with one strided store across its kv heads, the cost a decoder
- * pays once per token instead of once per step and key. */
+ * pays once per token instead of once per step and key. Pages, not one K^T row of all
+ * positions per (kv head, d): with rows of L = 512 positions (2 KiB apart) a key block's
+ * strips were scattered over DRAM pages and L1D sets, and the kept cache was slower than
+ * the copied block at 512 bit (gem5, paper-fixed, decode L = 512: TinyLlama 1.36M cycles
+ * against 1.00M; 1.19M with rows padded by a cache line). */
+static float *fav_kcache_at(const fav_ctx *c, size_t j) {
+    const size_t B = (size_t)c->t.block_c, kv_row = (size_t)c->p->kv_heads * c->p->head_dim;
+    return c->ktc + j / B * kv_row * B + j % B;
+}
+
 static int fav_kcache_prepare(fav_ctx *c) {
     const attn_problem *p = c->p;
     const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
-    c->ktc = malloc(kv_row * n * sizeof(float));
+    const size_t B = (size_t)c->t.block_c, pages = (n + B - 1) / B;
+    c->ktc = malloc(pages * kv_row * B * sizeof(float));
     if (!c->ktc) return -1;
-    for (size_t j = 0; j < n - (size_t)p->n_q; j++)
-        for (size_t gd = 0; gd < kv_row; gd++) c->ktc[gd * n + j] = p->k[j * kv_row + gd];
+    for (size_t j = 0; j < n - (size_t)p->n_q; j++) {
+        float *col = fav_kcache_at(c, j);
+        for (size_t gd = 0; gd < kv_row; gd++) col[gd * B] = p->k[j * kv_row + gd];
+    }
     return 0;
 }
 
 __attribute__((noinline)) static void fav_kcache_append(const fav_ctx *c) {
     const attn_problem *p = c->p;
     const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
-    const ptrdiff_t stride = (ptrdiff_t)(n * sizeof(float));
-    for (size_t j = n - (size_t)p->n_q; j < n; j++)
+    const ptrdiff_t stride = (ptrdiff_t)((size_t)c->t.block_c * sizeof(float));
+    for (size_t j = n - (size_t)p->n_q; j < n; j++) {
+        float *col = fav_kcache_at(c, j);
         for (size_t gd = 0; gd < kv_row;) {
             const size_t vl = __riscv_vsetvl_e32m8(kv_row - gd);
-            __riscv_vsse32_v_f32m8(c->ktc + gd * n + j, stride,
+            __riscv_vsse32_v_f32m8(col + gd * (size_t)c->t.block_c, stride,
                                    __riscv_vle32_v_f32m8(p->k + j * kv_row + gd, vl), vl);
             gd += vl;
         }
+    }
 }
 
-/* --k-cache transposed, --block-c auto: with no copy to keep in the L1D, a key block is
- * one score vector of VLMAX keys, at least this many. */
+/* --k-cache transposed, --block-c auto: a page (key block) is one score vector of VLMAX
+ * keys, at least KCACHE_AUTO_BLOCK_C, but a page of all kv heads stays within
+ * KCACHE_PAGE_MAX_BYTES, half the 1 MiB L2. gem5, paper-fixed, decode L = 512, 8192 bit:
+ * Pythia (16 kv heads, 4 KiB a position) 1.76M cycles with pages of 256 keys, 1.33M with
+ * 128; Llama 3.2 1B (2 KiB) 0.72M with 256 against 0.75M with 128; Qwen2.5 3B (1 KiB) 0.46M
+ * against 0.48M. */
 #define KCACHE_AUTO_BLOCK_C 64
+#define KCACHE_PAGE_MAX_BYTES (512 * 1024)
+static int fav_kcache_block_c(const attn_problem *p, int vlmax) {
+    const size_t per_key = (size_t)p->kv_heads * p->head_dim * sizeof(float);
+    int bc = vlmax > KCACHE_AUTO_BLOCK_C ? vlmax : KCACHE_AUTO_BLOCK_C;
+    while (bc > KCACHE_AUTO_BLOCK_C && per_key * (size_t)bc > KCACHE_PAGE_MAX_BYTES) bc /= 2;
+    return bc;
+}
 #endif
 
 /* Rows regime, --block-c auto: keys per block (probabilities kept in scratch). */
@@ -282,7 +308,7 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     if (c->t.r < 1) c->t.r = 1;
 #if FAV_KCACHE
     if (t->k_cache == FAV_KC_TRANSPOSED && t->block_c_auto)
-        c->t.block_c = c->vlmax > KCACHE_AUTO_BLOCK_C ? c->vlmax : KCACHE_AUTO_BLOCK_C;
+        c->t.block_c = fav_kcache_block_c(p, c->vlmax);
 #endif
     const size_t per = c->packed ? (size_t)t->block_r * H * D : (size_t)t->block_r * H;
     c->m = malloc(per * sizeof(float));

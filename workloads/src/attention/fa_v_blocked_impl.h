@@ -23,10 +23,9 @@ __attribute__((noinline)) static void RVV_CAT3(FN(fav_blk), _, NREP)(const fav_c
         kvo[u] = (size_t)((h + u) / group) * D;
     }
 #define NEWKV(u) ((u) == 0 || kvo[u] != kvo[(u) > 0 ? (u) - 1 : 0])
-#if FAV_KCACHE /* K^T row r of the block: the copied block's, or the kept cache's */
-    const float *ktb = c->ktc ? c->ktc + j0 : c->kt;
-    const size_t ktld = c->ktc ? (size_t)p->n_kv : (size_t)BC;
-#define KT_ROW(r) (ktb + (r) * ktld)
+#if FAV_KCACHE /* K^T row r of the block: the copied block's, or the kept cache's page */
+    const float *ktb = c->ktc ? c->ktc + (size_t)(j0 / BC) * kv_row * BC : c->kt;
+#define KT_ROW(r) (ktb + (r) * BC)
 #else
 #define KT_ROW(r) (c->kt + (r) * BC)
 #endif
