@@ -193,15 +193,17 @@ def test_fav_kept_k_transpose(gem5: dict, tmp_path, model: str, phase: list[str]
     assert rec["regime"] == "blocked" and rec["block_c"] == page
 
 
-def test_layer_in_gem5(gem5: dict, tmp_path) -> None:
+@pytest.mark.parametrize("model", ["qwen2.5-0.5b", "pythia-410m"])
+def test_layer_in_gem5(gem5: dict, tmp_path, model: str) -> None:
     """One decoder layer completes in gem5 with every sublayer's self-check passing, at a
     VLEN QEMU cannot run (8192 bit), with fa-v attention and the split Q8_0 layout, and
     dumps stats once per sublayer (the analysis reads dump i as sublayer i). The smallest
-    llama/qwen2 model the layer builds (Qwen2.5 0.5B: 15M weights), a short cache: minutes,
-    not ten."""
+    llama/qwen2 model the layer builds (Qwen2.5 0.5B: 15M weights) and the GPT-NeoX block
+    (Pythia: LayerNorm, parallel residual, GELU table, partial rotary), a short cache:
+    minutes, not ten."""
     proc = subprocess.run(
         [sys.executable, "-m", "tools.one", "paper-fixed", "8192", "none", "--results",
-         str(tmp_path), "--", "--kernel", "layer", "--model", "qwen2.5-0.5b", "--phase",
+         str(tmp_path), "--", "--kernel", "layer", "--model", model, "--phase",
          "decode", "--l", "64", "--attn", "fa-v", "--linear", "q8-split"],
         capture_output=True, text=True,
     )
