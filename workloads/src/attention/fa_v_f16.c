@@ -52,6 +52,12 @@ static inline h16 *HW(attn_f16 *x) { return (h16 *)x; }
  * else blocked. Not yet re-measured in gem5 for fp16. */
 #define F16_ROWS_AUTO_MIN_ROWS 64
 #define F16_ROWS_AUTO_STRIP 128
+/* Rows regime: with D <= 64, strips of 256 rows once an e16 register holds them (gem5,
+ * paper-fixed, prefill N = 128, TinyLlama: 4096 bit 2.80M cycles against 3.19M with 128
+ * rows, 8192 bit 2.66M against 3.19M); with D = 128 (Qwen2.5 3B, 8192 bit) 128 rows stay
+ * (2.72M against 2.74M). */
+#define F16_ROWS_AUTO_STRIP_LONG 256
+#define F16_ROWS_LONG_MAX_D 64
 #define F16_ROWS_AUTO_BLOCK_C 32
 #define F16_HEADS_AUTO_BLOCK_C 64
 #define F16_MASKED (-1e30f) /* a score no real one reaches (exp underflows to ~0) */
@@ -202,7 +208,10 @@ int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables 
     }
     if (c->t.regime == FAV_ROWS) {
         if (t->block_c_auto) c->t.block_c = F16_ROWS_AUTO_BLOCK_C;
-        int want = t->strip > 0 ? t->strip : F16_ROWS_AUTO_STRIP;
+        const int longer = c->vlmax >= F16_ROWS_AUTO_STRIP_LONG && D <= F16_ROWS_LONG_MAX_D;
+        int want = t->strip > 0 ? t->strip
+                   : longer     ? F16_ROWS_AUTO_STRIP_LONG
+                                : F16_ROWS_AUTO_STRIP;
         if (t->strip == 0 && want > p->n_q * G) want = p->n_q * G;
         c->strip = want < c->vlmax ? want : c->vlmax;
         const size_t VLM = (size_t)c->strip, BK = (size_t)c->t.block_c;
