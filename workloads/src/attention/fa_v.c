@@ -29,6 +29,19 @@
  * bit, paper-fixed): scalar copy 1.62M cycles, strided loads of K columns 1.47M, strided
  * stores 1.10M; transposing one kv head at a time, just before its heads, 1.19M
  * (workloads/README.md). */
+/* One key row (all kv heads, kv_row floats) into column `col` of a K^T block whose rows
+ * are ld floats apart: unit-stride loads, one strided store (e32 m8) per chunk. */
+static inline __attribute__((always_inline)) void fav_store_key_col(float *col, size_t ld,
+                                                                    const float *krow,
+                                                                    size_t kv_row) {
+    const ptrdiff_t stride = (ptrdiff_t)(ld * sizeof(float));
+    for (size_t gd = 0; gd < kv_row;) {
+        const size_t vl = __riscv_vsetvl_e32m8(kv_row - gd);
+        __riscv_vsse32_v_f32m8(col + gd * ld, stride, __riscv_vle32_v_f32m8(krow + gd, vl), vl);
+        gd += vl;
+    }
+}
+
 __attribute__((noinline)) static void fav_transpose_k(const fav_ctx *c, int c0, int c1) {
     const attn_problem *p = c->p;
     const size_t BC = (size_t)c->t.block_c, kv_row = (size_t)p->kv_heads * p->head_dim;
@@ -49,16 +62,8 @@ __attribute__((noinline)) static void fav_transpose_k(const fav_ctx *c, int c0, 
             }
         return;
     }
-    const ptrdiff_t stride = (ptrdiff_t)(BC * sizeof(float));
-    for (int j = c0; j < c1; j++) {
-        const float *krow = p->k + (size_t)j * kv_row;
-        for (size_t gd = 0; gd < kv_row;) {
-            const size_t vl = __riscv_vsetvl_e32m8(kv_row - gd);
-            __riscv_vsse32_v_f32m8(c->kt + gd * BC + (size_t)(j - c0), stride,
-                                   __riscv_vle32_v_f32m8(krow + gd, vl), vl);
-            gd += vl;
-        }
-    }
+    for (int j = c0; j < c1; j++)
+        fav_store_key_col(c->kt + (size_t)(j - c0), BC, p->k + (size_t)j * kv_row, kv_row);
 }
 
 #if FAV_KCACHE
@@ -94,16 +99,8 @@ static int fav_kcache_prepare(fav_ctx *c) {
 __attribute__((noinline)) static void fav_kcache_append(const fav_ctx *c) {
     const attn_problem *p = c->p;
     const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
-    const ptrdiff_t stride = (ptrdiff_t)((size_t)c->t.block_c * sizeof(float));
-    for (size_t j = n - (size_t)p->n_q; j < n; j++) {
-        float *col = fav_kcache_at(c, j);
-        for (size_t gd = 0; gd < kv_row;) {
-            const size_t vl = __riscv_vsetvl_e32m8(kv_row - gd);
-            __riscv_vsse32_v_f32m8(col + gd * (size_t)c->t.block_c, stride,
-                                   __riscv_vle32_v_f32m8(p->k + j * kv_row + gd, vl), vl);
-            gd += vl;
-        }
-    }
+    for (size_t j = n - (size_t)p->n_q; j < n; j++)
+        fav_store_key_col(fav_kcache_at(c, j), (size_t)c->t.block_c, p->k + j * kv_row, kv_row);
 }
 
 /* --k-cache transposed, --block-c auto: a page (key block) is one score vector of VLMAX
@@ -120,6 +117,11 @@ static int fav_kcache_block_c(const attn_problem *p, int vlmax) {
     while (bc > KCACHE_AUTO_BLOCK_C && per_key * (size_t)bc > KCACHE_PAGE_MAX_BYTES) bc /= 2;
     return bc;
 }
+
+/* Whether key blocks are read from the kept pages (no copy). */
+static inline int fav_keys_kept(const fav_ctx *c) { return c->ktc != NULL; }
+#else
+static inline int fav_keys_kept(const fav_ctx *c) { (void)c; return 0; }
 #endif
 
 /* Rows regime, --block-c auto: keys per block (probabilities kept in scratch). */

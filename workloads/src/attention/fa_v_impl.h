@@ -97,10 +97,8 @@ static void FN(fav_run)(const fav_ctx *c) {
         const int kmax = attn_kv_end(p, r1 - 1); /* keys seen by the block's last token */
         for (int c0 = 0; c0 < kmax; c0 += BC) {
             if (!c->packed) {
-#if FAV_KCACHE
-                if (!c->ktc)
-#endif
-                fav_transpose_k(c, c0, c0 + BC < kmax ? c0 + BC : kmax);
+                if (!fav_keys_kept(c))
+                    fav_transpose_k(c, c0, c0 + BC < kmax ? c0 + BC : kmax);
                 FN(fav_blocked)(c, r0, r1, c0);
                 continue;
             }
