@@ -226,6 +226,14 @@ def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None
     return None
 
 
+def _layer_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
+    """In the layer only fa-v reads a transposed K cache (the layer's default attention is
+    ggml-vec, as llama.cpp's)."""
+    if axes.get("k_cache") == "transposed" and axes.get("attn") != "fa-v":
+        return "only fa-v reads a transposed K cache (attn: fa-v)"
+    return None
+
+
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("ggml-scalar", ATTENTION, "attention-scalar", vector=False, baseline=True,
            doc="ggml's FlashAttention without vector code",
@@ -268,8 +276,9 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("q8-ggml-lib-scalar", Q8, "q8-ggml-lib-scalar", vector=False, ggml_path="auto",
            port="q8-scalar", doc="ggml's own Q8_0 mul_mat (rv64gc)"),
     # one decoder layer: the q8 kernels for the linear layers, an attention kernel
-    Kernel("layer", LAYER, "layer", vector=True, tunables=("attn", "linear"),
-           doc="one decoder layer, nine sublayers (one ROI each): --linear, --attn"),
+    Kernel("layer", LAYER, "layer", vector=True, tunables=("attn", "linear", "k_cache"),
+           doc="one decoder layer, nine sublayers (one ROI each): --linear, --attn",
+           limits=_layer_limits),
     Kernel("layer-scalar", LAYER, "layer-scalar", vector=False,
            doc="one decoder layer without vector code (q8-scalar, ggml-scalar)"),
 )}

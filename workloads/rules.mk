@@ -97,7 +97,7 @@ LAYER_HDR  := $(wildcard $(WL_DIR)/src/layer/*.h) $(WL_BUILD)/layer_models.h $(A
 LAYER_Q8   := $(WL_DIR)/src/q8/q8_kernels.c $(WL_DIR)/src/q8/q8_data.c
 
 $(WL_BUILD)/layer: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL) $(ATTN_GVEC) $(ATTN_FAV) $(WL_DIR)/src/attention/lmul.c $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
-	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(filter %.c,$^) -o $@ -lm
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 -DFAV_KCACHE=1 $(filter %.c,$^) -o $@ -lm
 
 $(WL_BUILD)/layer-scalar: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL) $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(filter %.c,$^) -o $@ -lm

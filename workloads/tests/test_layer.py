@@ -128,6 +128,39 @@ def test_seed_changes_inputs_not_the_check() -> None:
     assert a["stage_err"] != b["stage_err"]
 
 
+KEPT = [pytest.param(m, ph, v, id=f"{m}-{ph}-{v}") for i, m in enumerate(BUILT)
+        for j, ph in enumerate(("decode", "prefill")) for v in [(128, 1024)[(i + j) % 2]]]
+
+
+@pytest.mark.parametrize(("model", "phase", "vlen"), KEPT)
+def test_kept_transposed_k_cache(model: str, phase: str, vlen: int) -> None:
+    """fa-v reading the K cache kept transposed (--k-cache transposed): every model in both
+    phases passes every sublayer's check, in the blocked regime. Every sublayer is checked
+    on its own inputs, so only attention's error may differ from the run with ggml's cache
+    (its key blocks are the cache's pages, VLMAX keys, not the copy's L1D-sized blocks:
+    another summation order)"""
+    args = ["--model", model, "--phase", phase, *SIZE[phase], "--attn", "fa-v",
+            "--linear", "q8-split"]
+    kept = run_ok("layer", [*args, "--k-cache", "transposed"], vlen)
+    assert (kept["k_cache"], kept["attn_regime"]) == ("transposed", "blocked")
+    ggml = run_ok("layer", args, vlen)
+    assert ggml["k_cache"] == "ggml"
+    others = [sub for sub in kept["stage_err"] if sub != "attention"]
+    assert [kept["stage_err"][sub] for sub in others] == [ggml["stage_err"][sub] for sub in others]
+
+
+def test_inputs_do_not_depend_on_the_build() -> None:
+    """The weights and the KV cache are drawn in batches (vectors in `layer`, a scalar loop
+    in `layer-scalar`) to the values of one rng_u64 call per draw: the two builds, at two
+    VLENs, check the same reference. ggml-scalar attention and the scalar Q8_0 dot run in
+    both, so their results, and with them every error, agree exactly only when every input
+    does."""
+    args = ["--model", "pythia-410m", "--l", "70", "--attn", "ggml-scalar"]
+    errs = [run_ok("layer", [*args, "--linear", "q8-scalar"], v)["stage_err"] for v in (128, 1024)]
+    errs.append(run_ok("layer-scalar", args)["stage_err"])
+    assert errs[0] == errs[1] == errs[2]
+
+
 BAD_ARGS = [
     ("layer", [], "--model"),
     ("layer", ["--model", "gpt-9"], "--model"),
@@ -145,6 +178,8 @@ BAD_ARGS = [
     ("layer", ["--model", "tinyllama-1.1b", "--bogus"], "--bogus"),
     ("layer", ["--model", "tinyllama-1.1b", "--kernel", "layer-scalar"], "--kernel"),
     ("layer", ["--model", "tinyllama-1.1b", "--kernel", "fa-v"], "--kernel"),
+    ("layer", ["--model", "tinyllama-1.1b", "--k-cache", "transposed"], "--k-cache"),
+    ("layer", ["--model", "tinyllama-1.1b", "--attn", "fa-v", "--k-cache", "rows"], "--k-cache"),
     ("layer-scalar", ["--model", "tinyllama-1.1b", "--linear", "q8-split"], "--linear"),
     ("layer-scalar", ["--model", "tinyllama-1.1b", "--attn", "fa-v"], "--attn"),
     ("layer-scalar", ["--model", "tinyllama-1.1b", "--kernel", "layer"], "--kernel"),
@@ -187,7 +222,11 @@ def test_registry_entries() -> None:
     layer, scalar = KERNELS["layer"], KERNELS["layer-scalar"]
     assert layer.family is LAYER and scalar.family is LAYER
     assert layer.vector and not scalar.vector
-    assert set(layer.tunables) == {"attn", "linear"} and not scalar.tunables
+    assert set(layer.tunables) == {"attn", "linear", "k_cache"} and not scalar.tunables
+    # the planner drops what the binary refuses (test_bad_arguments_give_one_line)
+    tiny = load_models()["tinyllama-1.1b"]
+    assert layer.cannot_run({"attn": "ggml-vec", "k_cache": "transposed"}, tiny)
+    assert layer.cannot_run({"attn": "fa-v", "k_cache": "transposed"}, tiny) is None
     # every model's block is built, Pythia's GPT-NeoX block included
     for k in (layer, scalar):
         assert all(k.cannot_run({}, load_models()[m]) is None for m in BUILT)

@@ -51,6 +51,7 @@ struct layer {
     int pos0, n_kv, decode;
     /* choices */
     int linear, attn;
+    int k_transposed; /* --k-cache transposed (fa-v only) */
     const float *f16tab; /* fp16 -> fp32 for the block scales, as ggml's CPU backend */
     int8_t *xbuf;        /* q8-packed scratch */
     /* weights */

@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "common/m5op.h"
+#if VLSCALE_VECTOR
+#include <riscv_vector.h>
+#endif
 #include "layer/layer.h"
 
 /* The kernels of this workload (workloads/kernels.py, family layer): the vector build
@@ -30,6 +33,8 @@ static const char *const KERNELS[] = {"layer", "layer-scalar", NULL};
 /* in enum order (layer.h); the vector ones need the vector build */
 static const char *const LINEARS[] = {"q8-scalar", "q8-ggml", "q8-packed", "q8-split", NULL};
 static const char *const ATTNS[] = {"ggml-scalar", "ggml-vec", "fa-v", NULL};
+/* the K cache fa-v reads (attention workload's --k-cache): ggml's rows, or kept transposed */
+static const char *const K_CACHES[] = {"ggml", "transposed", NULL};
 
 /* Tolerances: every element of a sublayer's output within TOL x RMS of that output's
  * reference (layer_ref.c), each sublayer checked on the kernel's own inputs to it. The
@@ -73,7 +78,7 @@ static int fav_block_c(int kvh, int D, int decode) {
 
 typedef struct {
     const char *model, *phase, *linear, *attn;
-    int decode, n, l, perturb;
+    int decode, n, l, perturb, k_transposed;
     long seed;
     roi_mode roi;
 } run_args;
@@ -106,6 +111,9 @@ static run_args parse(int argc, char **argv) {
     }
     r.linear = arg_choice(&a, "linear", DEFAULT_LINEAR, LINEARS);
     r.attn = arg_choice(&a, "attn", DEFAULT_ATTN, ATTNS);
+    r.k_transposed = !strcmp(arg_choice(&a, "k-cache", "ggml", K_CACHES), "transposed");
+    if (r.k_transposed && strcmp(r.attn, "fa-v") != 0)
+        die_arg("--k-cache transposed: only fa-v reads a transposed K cache (--attn fa-v)");
 #if !VLSCALE_VECTOR
     if (strcmp(r.linear, "q8-scalar") != 0)
         die_arg("--linear: '%s' needs the vector build (layer); this is layer-scalar", r.linear);
@@ -126,19 +134,119 @@ static float *uniform(rng_t *rng, size_t n, float lo, float hi) {
     return p;
 }
 
+/* The weights are most of the set-up, which gem5 simulates too (on its atomic core, but
+ * still about 3/4 of a decode run's host time with one rng_u64 call per 8 quants and a
+ * modulo per quant). They are drawn in batches instead, to the same values: the k-th
+ * draw after state s is splitmix64's mix of s + k * gamma (harness.c), so a batch's words
+ * are computed independently of each other, with vectors in the vector build. */
+#define RNG_GAMMA 0x9E3779B97F4A7C15ull
+
+#if !VLSCALE_VECTOR
+static uint64_t rng_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+#endif
+
+/* the next n draws of rng, as n rng_u64 calls would give them */
+static void rng_words(rng_t *rng, uint64_t *out, size_t n) {
+    const uint64_t s0 = rng->s;
+#if VLSCALE_VECTOR
+    for (size_t i = 0; i < n;) {
+        const size_t vl = __riscv_vsetvl_e64m2(n - i);
+        vuint64m2_t z = __riscv_vadd_vx_u64m2(__riscv_vid_v_u64m2(vl), i + 1, vl);
+        z = __riscv_vadd_vx_u64m2(__riscv_vmul_vx_u64m2(z, RNG_GAMMA, vl), s0, vl);
+        z = __riscv_vmul_vx_u64m2(__riscv_vxor_vv_u64m2(z, __riscv_vsrl_vx_u64m2(z, 30, vl), vl),
+                                  0xBF58476D1CE4E5B9ull, vl);
+        z = __riscv_vmul_vx_u64m2(__riscv_vxor_vv_u64m2(z, __riscv_vsrl_vx_u64m2(z, 27, vl), vl),
+                                  0x94D049BB133111EBull, vl);
+        z = __riscv_vxor_vv_u64m2(z, __riscv_vsrl_vx_u64m2(z, 31, vl), vl);
+        __riscv_vse64_v_u64m2(out + i, z, vl);
+        i += vl;
+    }
+#else
+    for (size_t i = 0; i < n; i++) out[i] = rng_mix(s0 + (uint64_t)(i + 1) * RNG_GAMMA);
+#endif
+    rng->s = s0 + (uint64_t)n * RNG_GAMMA;
+}
+
+/* rng_uniform's value for the draw z (the same expression, so the same rounding) */
+static float word_uniform(uint64_t z, float lo, float hi) {
+    double u = (double)(z >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(lo + (hi - lo) * u);
+}
+
+/* a[i] = rng_uniform(lo, hi), b[i] = rng_uniform(lo, hi), alternately, for i < n */
+static void uniform_pairs(rng_t *rng, float *a, float *b, size_t n, float lo, float hi) {
+    enum { BATCH = 256 }; /* pairs per batch of draws */
+    uint64_t words[2 * BATCH];
+    for (size_t i0 = 0; i0 < n; i0 += BATCH) {
+        const size_t np = n - i0 < BATCH ? n - i0 : BATCH;
+        rng_words(rng, words, 2 * np);
+#if VLSCALE_VECTOR
+        /* word_uniform's operations, rounded alike: (z >> 11) and its scaling by 2^-53 are
+         * exact in double, then one fused multiply-add and one rounding to float */
+        const double span = (double)(hi - lo); /* a float difference, as in word_uniform */
+        for (int half = 0; half < 2; half++) {
+            float *dst = (half ? b : a) + i0;
+            for (size_t i = 0; i < np;) {
+                const size_t vl = __riscv_vsetvl_e64m2(np - i);
+                vuint64m2_t z = __riscv_vlse64_v_u64m2(words + 2 * i + half, 16, vl);
+                vfloat64m2_t u = __riscv_vfcvt_f_xu_v_f64m2(__riscv_vsrl_vx_u64m2(z, 11, vl), vl);
+                u = __riscv_vfmul_vf_f64m2(u, 1.0 / 9007199254740992.0, vl);
+                vfloat64m2_t x = __riscv_vfmv_v_f_f64m2((double)lo, vl);
+                x = __riscv_vfmacc_vf_f64m2(x, span, u, vl);
+                __riscv_vse32_v_f32m1(dst + i, __riscv_vfncvt_f_f_w_f32m1(x, vl), vl);
+                i += vl;
+            }
+        }
+#else
+        for (size_t i = 0; i < np; i++) {
+            a[i0 + i] = word_uniform(words[2 * i], lo, hi);
+            b[i0 + i] = word_uniform(words[2 * i + 1], lo, hi);
+        }
+#endif
+    }
+}
+
+/* 32 quants in [-127, 127] (ggml's quantiser never gives -128) from four draws, byte b
+ * of a draw for quant 8j + b: (byte % 255) - 127, i.e. byte - 127 wrapped to int8 with
+ * -128 (byte 255) raised to -127 */
+static void quants_from_words(int8_t *qs, const uint64_t w[4]) {
+#if VLSCALE_VECTOR
+    const int8_t *bytes = (const int8_t *)w; /* little-endian: byte b of word j at 8j + b */
+    for (size_t i = 0; i < QK;) {
+        const size_t vl = __riscv_vsetvl_e8m2(QK - i);
+        vint8m2_t q = __riscv_vsub_vx_i8m2(__riscv_vle8_v_i8m2(bytes + i, vl), 127, vl);
+        __riscv_vse8_v_i8m2(qs + i, __riscv_vmax_vx_i8m2(q, -127, vl), vl);
+        i += vl;
+    }
+#else
+    for (int j = 0; j < QK; j += 8) {
+        uint64_t r = w[j / 8];
+        for (int b = 0; b < 8; b++, r >>= 8) qs[j + b] = (int8_t)((int)((r & 255u) % 255u) - 127);
+    }
+#endif
+}
+
 /* Q8_0 weights of a plausible magnitude: block scales d around 2 / (127 sqrt(cols)) x
  * [0.25, 1] (so an output has about the magnitude of an input), quants uniform in
- * [-127, 127] (ggml's quantiser never gives -128), eight from each random word */
+ * [-127, 127]; per block one draw for d, then four for the quants */
 static void make_linear(rng_t *rng, linear_t *L, size_t rows, size_t cols, int bias) {
+    enum { BATCH = 64, DRAWS = 5 }; /* blocks per batch of draws; draws per block */
     L->rows = rows, L->cols = cols, L->nb = cols / QK;
     const size_t nblk = rows * L->nb;
     L->w = xaligned(nblk * sizeof(block_q8));
     const float d0 = 2.0f / (127.0f * sqrtf((float)cols));
-    for (size_t i = 0; i < nblk; i++) {
-        L->w[i].d = fp32_to_fp16(d0 * rng_uniform(rng, 0.25f, 1.0f));
-        for (int j = 0; j < QK; j += 8) {
-            uint64_t r = rng_u64(rng);
-            for (int b = 0; b < 8; b++, r >>= 8) L->w[i].qs[j + b] = (int8_t)((int)((r & 255u) % 255u) - 127);
+    uint64_t words[BATCH * DRAWS];
+    for (size_t i0 = 0; i0 < nblk; i0 += BATCH) {
+        const size_t nb = nblk - i0 < BATCH ? nblk - i0 : BATCH;
+        rng_words(rng, words, nb * DRAWS);
+        for (size_t b = 0; b < nb; b++) {
+            const uint64_t *w = words + b * DRAWS;
+            L->w[i0 + b].d = fp32_to_fp16(d0 * word_uniform(w[0], 0.25f, 1.0f));
+            quants_from_words(L->w[i0 + b].qs, w + 1);
         }
     }
     L->bias = bias ? uniform(rng, rows, -0.5f, 0.5f) : NULL;
@@ -200,6 +308,7 @@ static void setup_shape(layer_t *s, const run_args *r) {
     s->n_kv = s->pos0 + (int)s->ntok;
     s->linear = index_of(LINEARS, r->linear);
     s->attn = index_of(ATTNS, r->attn);
+    s->k_transposed = r->k_transposed;
 }
 
 /* the weights of a llama or qwen2 block: separate q, k, v (Qwen2: with biases), SwiGLU */
@@ -253,10 +362,7 @@ static void setup_inputs(layer_t *s, const run_args *r) {
     /* the KV cache: earlier positions (decode) hold values in [-1, 1] */
     s->kc = xaligned((size_t)s->n_kv * s->kvd * sizeof(float));
     s->vc = xaligned((size_t)s->n_kv * s->kvd * sizeof(float));
-    for (size_t i = 0; i < (size_t)s->pos0 * s->kvd; i++) {
-        s->kc[i] = rng_uniform(&rng, -1.0f, 1.0f);
-        s->vc[i] = rng_uniform(&rng, -1.0f, 1.0f);
-    }
+    uniform_pairs(&rng, s->kc, s->vc, (size_t)s->pos0 * s->kvd, -1.0f, 1.0f);
 
     /* ggml's CPU backend decodes fp16 scales from a table it fills at init */
     float *tab = xaligned(65536 * sizeof(float));
@@ -328,6 +434,8 @@ static void setup_attention(layer_t *s) {
                             .block_c_auto = 1, .unroll = 4, .r = 4, .lmul = 0,
                             .regime = FAV_AUTO, .strip = 0, .transpose = FAV_TRANSPOSE_AUTO};
 #if VLSCALE_VECTOR
+    if (s->k_transposed) /* fa-v reads the kept pages in its blocked regime only */
+        s->at.k_cache = FAV_KC_TRANSPOSED, s->at.regime = FAV_BLOCKED;
     if (s->attn == ATT_GGML_VEC) s->at.lmul = attn_auto_lmul(s->D);
     if (s->attn == ATT_FA_V && fav_prepare(&s->fav, &s->ap, &s->at) != 0) die_arg("out of memory");
 #endif
@@ -394,6 +502,7 @@ static void report(const run_args *r, const layer_t *s, const err_stats *e,
     json_int(r->decode ? "l" : "n", r->decode ? r->l : r->n);
     json_str("linear", r->linear);
     json_str("attn", r->attn);
+    json_str("k_cache", r->k_transposed ? "transposed" : "ggml");
     json_int("seed", r->seed);
     json_str("roi", r->roi == ROI_M5 ? "m5" : "none");
     json_int("vlen", (long)vlen_bits());
