@@ -34,7 +34,8 @@ LINEAR = ("qkv", "o_proj", "ffn_up_gate", "ffn_down")
 ALIASES = {"ffn_up_gate": ("ffn_up",)}
 #: what llama.cpp runs on a CPU today: the baseline of `vs_llama_cpp`
 LLAMA_CPP = {"kernel": "layer", "attn": "ggml-vec", "linear": "q8-ggml"}
-KEYS = ["model", "phase", "n", "l", "uarch", "lanes", "vlen", "kernel", "attn", "linear"]
+KEYS = ["model", "phase", "n", "l", "uarch", "lanes", "vlen", "kernel", "attn", "linear",
+        "k_cache"]
 def layer_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Usable layer runs that have every sublayer's cycles."""
     u = runs_once(usable(df))
@@ -104,7 +105,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
 def _vs_llama_cpp(u: pd.DataFrame, keys: list[str]) -> list[float]:
     """Per row, llama.cpp's choice's layer cycles at the same point / this row's (NaN when
     that run is absent; NaN for layer-scalar, whose run has no VLEN to match)."""
-    point = [k for k in keys if k not in ("kernel", "attn", "linear")]
+    point = [k for k in keys if k not in ("kernel", "attn", "linear", "k_cache")]
     base = u
     for k, v in LLAMA_CPP.items():
         if k in base.columns:
