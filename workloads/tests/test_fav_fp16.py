@@ -19,7 +19,9 @@ from test_attention_fp16 import (  # noqa: F401 (qemu_with_zvfh: the module's au
     SHAPES,
     SHAPES_YAML,
     check16,
+    load_dump,
     qemu_with_zvfh,
+    run16,
 )
 
 # ---- fa-v in fp16 ----
@@ -49,6 +51,7 @@ def test_fav16_models(model: str, phase: str, regime: str, vlen: int) -> None:
     want = fav16_auto(model, phase, vlen) if regime == "auto" else regime
     assert rec["regime"] == want and rec["regime_asked"] == regime and rec["vlen"] == vlen
     assert rec["lmul"] == 1 and rec["vlmax"] == vlen // 16  # e16 m1
+    # tiles from an e16 register of 128 elements (2048 bit): strided at every QEMU VLEN
     assert rec["transpose"] == ("none" if want in ("heads", "dot") else "strided")
     assert 0 < rec["max_abs_err"]
 
@@ -94,6 +97,31 @@ def test_fav16_options(opts: list[str]) -> None:
                  ["--model", "qwen2.5-3b", "--phase", "decode", "--l", "50"]):
         rec = check16("fa-v", [*args, *opts], 256, FAV16)
         assert rec["regime"] == opts[1]
+
+
+TILE_CASES = [  # (model or shape, N, VLEN): rows of one tile 1 (VLEN 128) .. 8 (1024, D 64)
+    (["--model", "tinyllama-1.1b"], 37, 1024), (["--model", "qwen2.5-3b"], 23, 512),
+    (["--model", "llama-3.2-1b"], 9, 128), (["--model", "pythia-410m"], 70, 1024),
+    (["--heads", "14", "--kv-heads", "2", "--head-dim", "32"], 13, 256),
+    (["--heads", "6", "--kv-heads", "6", "--head-dim", "8"], 50, 512),
+]
+
+
+@pytest.mark.parametrize(("shape", "n", "vlen"), TILE_CASES, ids=lambda x: str(x))
+def test_fav16_tile_transposes(tmp_path, shape: list[str], n: int, vlen: int) -> None:
+    """The rows regime's Q^T / O^T by tiles in registers (fa_v_tile16.h) move the same bits
+    as the strided copies: bit-identical output for strips and tiles that do not divide the
+    rows (N x G), D from 8 to 128, and strips shorter than a tile."""
+    outs = []
+    for tr, strip in (("tile", []), ("strided", []), ("tile", ["--strip", "5"])):
+        d = tmp_path / f"{tr}{len(strip)}"
+        args = [*shape, "--n", str(n), "--regime", "rows", "--transpose", tr, *strip]
+        res = run16("fa-v", [*args, "--dump", str(d)], vlen, FAV16)
+        assert res.rc == 0 and res.record["pass"] is True, (res.rc, res.stderr)
+        assert res.record["transpose"] == tr and (res.record["tile_rows"] > 0) == (tr == "tile")
+        outs.append(load_dump(d)[1]["o"])
+    assert (outs[0] == outs[1]).all()
+    assert (outs[2] != 0).any()
 
 
 def test_fav16_longer_sequences() -> None:

@@ -65,6 +65,13 @@ static inline h16 *HW(attn_f16 *x) { return (h16 *)x; }
 static int is_pow2(int x) { return x >= 1 && !(x & (x - 1)); }
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
+/* --transpose auto in the rows regime: tile transposes (fa_v_tile16.h) once an e16
+ * register holds this many elements, fp32's element count (gem5, paper-fixed, TinyLlama
+ * prefill N = 128: 2048 bit 3.07M cycles against 3.40M strided, 4096 bit 2.17M / 2.80M,
+ * 8192 bit 1.90M / 2.66M; workloads/README.md, "attention: fp16") */
+#define F16_TILE_MIN_E 128
+
+#include "attention/fa_v_tile16.h"
 #include "attention/fa_v_f16_rows.h"
 
 /* ------------------------------------------------------------ blocked (decode GQA) ----
@@ -222,6 +229,12 @@ int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables 
         c->qt = malloc((size_t)D * VLM * sizeof(attn_f16));
         c->acct = malloc((size_t)D * VLM * sizeof(float));
         c->lim = malloc(VLM * sizeof(int));
+        const int tr = fav16_tile_rows(D);
+        c->tile_rows = t->transpose == FAV_TRANSPOSE_STRIDED                      ? 0
+                       : t->transpose == FAV_TRANSPOSE_TILE || c->vlmax >= F16_TILE_MIN_E ? tr
+                                                                                  : 0;
+        if (c->tile_rows && !(c->tile = malloc((size_t)c->tile_rows * D * sizeof(attn_f16))))
+            return -1;
         return c->m && c->s && c->sc && c->pr && c->qt && c->acct && c->lim ? 0 : -1;
     }
     /* blocked: U fp32 score accumulators (e32 m2) in registers, U <= 8 */
@@ -248,7 +261,7 @@ void attn_fa_v_f16(const fav16_ctx *c) {
 void fav16_release(fav16_ctx *c) {
     free(c->q16), free(c->qs16), free(c->qt), free(c->kt), free(c->pr);
     free(c->m), free(c->s), free(c->sc), free(c->acc), free(c->acct), free(c->alpha);
-    free(c->inv), free(c->mrep), free(c->lim);
+    free(c->inv), free(c->mrep), free(c->lim), free(c->tile);
     free(c->seg), free(c->seg_start), free(c->same_prev), free(c->pk_vl);
 }
 #endif

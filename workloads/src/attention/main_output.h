@@ -83,8 +83,8 @@ static void prepare_fav16(kernel_state *k, const attn_problem_f16 *pf, attn_tuna
     const int dot = fc->t.regime == FAV_DOT;
     k->regime = rows ? "rows" : heads ? "heads" : dot ? "dot" : "blocked";
     k->regime_asked = regime_asked;
-    k->transpose = heads || dot ? "none" : "strided";
-    k->tile_rows = 0;
+    k->transpose = heads || dot ? "none" : rows && fc->tile_rows ? "tile" : "strided";
+    k->tile_rows = rows ? fc->tile_rows : 0;
     t->lmul = fc->t.lmul;
     t->block_c = fc->t.block_c;
     k->vlmax = fc->vlmax; /* e16 elements */
