@@ -78,7 +78,7 @@ def test_fp16_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, phase: str, vlen
     assert rec["pass"] is True and rec["precision"] == "fp16"
     if registry_kernel(kernel).vector:
         assert rec["vlen"] == vlen
-    if kernel == "fa-v" and phase == "prefill":  # register tiles (fa_v_tile16.h) from 2048 bit
+    if kernel == "fa-v" and phase == "prefill":  # register tiles (fa_v_tile.h) from 2048 bit
         assert rec["transpose"] == ("tile" if vlen >= 2048 else "strided")
 
 

@@ -109,7 +109,7 @@ TILE_CASES = [  # (model or shape, N, VLEN): rows of one tile 1 (VLEN 128) .. 8 
 
 @pytest.mark.parametrize(("shape", "n", "vlen"), TILE_CASES, ids=lambda x: str(x))
 def test_fav16_tile_transposes(tmp_path, shape: list[str], n: int, vlen: int) -> None:
-    """The rows regime's Q^T / O^T by tiles in registers (fa_v_tile16.h) move the same bits
+    """The rows regime's Q^T / O^T by tiles in registers (fa_v_tile.h) move the same bits
     as the strided copies: bit-identical output for strips and tiles that do not divide the
     rows (N x G), D from 8 to 128, and strips shorter than a tile."""
     outs = []

@@ -143,7 +143,7 @@ typedef struct {
     float *acct;     /* rows: fp32 O^T of a strip, [D][strip] */
     float *alpha, *inv, *mrep; /* heads: rescale and 1 / sum per head, max per key */
     int *lim;        /* rows: one past the last key each row of the strip sees */
-    int tile_rows;   /* rows: rows per transpose tile (fa_v_tile16.h), 0: strided copies */
+    int tile_rows;   /* rows: rows per transpose tile (fa_v_tile.h), 0: strided copies */
     attn_f16 *tile;  /* rows: one tile, tile_rows x D */
     int pack, n_regs, hp, hb, tree_levels, lg_d; /* heads: as fav_ctx's */
     int *seg, *seg_start, *pk_vl;

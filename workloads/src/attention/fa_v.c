@@ -11,6 +11,7 @@
 
 #include "attention/attn.h"
 
+#define TILE_EW 32
 #include "attention/fa_v_tile.h"
 
 /* --transpose auto (fav_tiles): tiles in registers (fa_v_tile.h) from this VLMAX at e32,

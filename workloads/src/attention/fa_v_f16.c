@@ -65,13 +65,14 @@ static inline h16 *HW(attn_f16 *x) { return (h16 *)x; }
 static int is_pow2(int x) { return x >= 1 && !(x & (x - 1)); }
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
-/* --transpose auto in the rows regime: tile transposes (fa_v_tile16.h) once an e16
+/* --transpose auto in the rows regime: tile transposes (fa_v_tile.h) once an e16
  * register holds this many elements, fp32's element count (gem5, paper-fixed, TinyLlama
  * prefill N = 128: 1024 bit 5.13M cycles against 4.90M strided, 2048 bit 3.07M / 3.40M,
  * 4096 bit 2.17M / 2.80M, 8192 bit 1.90M / 2.66M; workloads/README.md, "attention: fp16") */
 #define F16_TILE_MIN_E 128
 
-#include "attention/fa_v_tile16.h"
+#define TILE_EW 16
+#include "attention/fa_v_tile.h"
 #include "attention/fa_v_f16_rows.h"
 
 /* ------------------------------------------------------------ blocked (decode GQA) ----

@@ -5,31 +5,10 @@
  * token t, head g*G + u), as fp32's rows regime: scores S[key][row] by vfwmacc.vf (scalar
  * k, vector of Q^T in fp16) into e32 m2, elementwise softmax, O^T[d][row] by vfmacc.vf at
  * e16 (scalar v, vector of P in fp16) per key block, added to the fp32 O^T. Q^T and O^T
- * are copied by tiles in registers (fa_v_tile16.h) or with strided accesses. */
+ * are copied by tiles in registers (fa_v_tile.h) or with strided accesses. */
 #define RK 8
 #define RD 8
 #define REP8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-
-/* Copies rows [i0, i0 + n) of kv head g's rows between Q or O ([token][head][D], fp16)
- * and a tile buffer (n x D, row-major), run by run: the rows of one token are contiguous. */
-static void rows_copy(const attn_problem *p, int g, int i0, int n, uint16_t *qo, uint16_t *buf,
-                      int to_buf) {
-    const int Hh = p->heads, D = p->head_dim, G = Hh / p->kv_heads;
-    for (int i = 0; i < n;) {
-        const int t = (i0 + i) / G, u = (i0 + i) % G, run = G - u < n - i ? G - u : n - i;
-        uint16_t *row = qo + ((size_t)t * Hh + (size_t)g * G + u) * D, *b = buf + (size_t)i * D;
-        const size_t len = (size_t)run * D;
-        for (size_t k = 0; k < len;) {
-            const size_t vl = __riscv_vsetvl_e16m4(len - k);
-            if (to_buf)
-                __riscv_vse16(b + k, __riscv_vle16_v_u16m4(row + k, vl), vl);
-            else
-                __riscv_vse16(row + k, __riscv_vle16_v_u16m4(b + k, vl), vl);
-            k += vl;
-        }
-        i += run;
-    }
-}
 
 static void rows_in(const fav16_ctx *c, int g, int r0, int nr) {
     const attn_problem *p = c->pf->p;
@@ -39,7 +18,7 @@ static void rows_in(const fav16_ctx *c, int g, int r0, int nr) {
         for (int r = 0; r < nr; r++) c->lim[r] = attn_kv_end(p, (r0 + r) / G);
         for (int rb = 0; rb < nr; rb += TR) {
             const int n = nr - rb < TR ? nr - rb : TR;
-            rows_copy(p, g, r0 + rb, n, c->q16, c->tile, 1);
+            fav16_rows_copy(p, g, r0 + rb, n, c->q16, c->tile, 1);
             fav16_tile_fwd(c->tile, D, c->qt + rb, VLM, n);
         }
         return;
@@ -66,7 +45,7 @@ static void rows_out(const fav16_ctx *c, int g, int r0, int nr) {
         for (int rb = 0; rb < nr; rb += TR) {
             const int n = nr - rb < TR ? nr - rb : TR;
             fav16_tile_bwd(c->qt + rb, VLM, n, D, c->tile);
-            rows_copy(p, g, r0 + rb, n, c->pf->o, c->tile, 0);
+            fav16_rows_copy(p, g, r0 + rb, n, c->pf->o, c->tile, 0);
         }
         return;
     }

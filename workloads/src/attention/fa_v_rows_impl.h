@@ -36,27 +36,6 @@
  * and unlike -inf it gives no inf - inf when every key of a block is masked for a row. */
 #define ROWS_MASKED (-1e30f)
 
-/* Copies rows [i0, i0 + n) of kv head g's rows between Q or O ([token][head][D]) and a
- * tile buffer (n x D, row-major), run by run: the rows of one token are contiguous. */
-static void FN(fav_rows_copy)(const attn_problem *p, int g, int i0, int n, float *qo,
-                              float *buf, int to_buf) {
-    const int H = p->heads, D = p->head_dim, G = H / p->kv_heads;
-    for (int i = 0; i < n;) {
-        const int t = (i0 + i) / G, u = (i0 + i) % G, run = G - u < n - i ? G - u : n - i;
-        float *row = qo + ((size_t)t * H + (size_t)g * G + u) * D, *b = buf + (size_t)i * D;
-        const size_t len = (size_t)run * D;
-        for (size_t k = 0; k < len;) {
-            const size_t vl = __riscv_vsetvl_e32m4(len - k);
-            if (to_buf)
-                __riscv_vse32(b + k, __riscv_vle32_v_f32m4(row + k, vl), vl);
-            else
-                __riscv_vse32(row + k, __riscv_vle32_v_f32m4(b + k, vl), vl);
-            k += vl;
-        }
-        i += run;
-    }
-}
-
 /* Q^T of one strip, scaled: qt[d * VLM + r] = scale * Q[row r0 + r][d]; and each row's
  * key limit. */
 __attribute__((noinline)) static void FN(fav_rows_in)(const fav_ctx *c, int g, int r0, int nr) {
@@ -67,7 +46,7 @@ __attribute__((noinline)) static void FN(fav_rows_in)(const fav_ctx *c, int g, i
     if (TR) {
         for (int rb = 0; rb < nr; rb += TR) {
             const int n = nr - rb < TR ? nr - rb : TR;
-            FN(fav_rows_copy)(p, g, r0 + rb, n, (float *)p->q, c->tile, 1);
+            fav_rows_copy(p, g, r0 + rb, n, (float *)p->q, c->tile, 1);
             fav_tile_fwd(c->tile, D, p->scale, c->qt + rb, VLM, n);
         }
         return;
@@ -94,7 +73,7 @@ __attribute__((noinline)) static void FN(fav_rows_out)(const fav_ctx *c, int g, 
         for (int rb = 0; rb < nr; rb += TR) {
             const int n = nr - rb < TR ? nr - rb : TR;
             fav_tile_bwd(c->acct + rb, VLM, n, D, c->tile);
-            FN(fav_rows_copy)(p, g, r0 + rb, n, p->o, c->tile, 0);
+            fav_rows_copy(p, g, r0 + rb, n, p->o, c->tile, 0);
         }
         return;
     }
