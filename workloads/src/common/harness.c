@@ -86,19 +86,11 @@ const model_shape *find_model(const char *name) {
     return NULL;
 }
 
-void rng_seed(rng_t *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ull + 1; }
+void rng_seed(rng_t *r, uint64_t seed) { r->s = seed * RNG_GAMMA + 1; }
 
-uint64_t rng_u64(rng_t *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+uint64_t rng_u64(rng_t *r) { return rng_mix(r->s += RNG_GAMMA); }
 
-float rng_uniform(rng_t *r, float lo, float hi) {
-    double u = (double)(rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(lo + (hi - lo) * u);
-}
+float rng_uniform(rng_t *r, float lo, float hi) { return rng_word_uniform(rng_u64(r), lo, hi); }
 
 void *xaligned(size_t bytes) {
     void *p = NULL;

@@ -33,6 +33,26 @@ void rng_seed(rng_t *r, uint64_t seed);
 uint64_t rng_u64(rng_t *r);
 float rng_uniform(rng_t *r, float lo, float hi);
 
+/* splitmix64's step: the k-th draw after state s is rng_mix(s + k * RNG_GAMMA), so a batch
+ * of draws can be computed independently of each other (layer_main.c's rng_words). */
+#define RNG_GAMMA 0x9E3779B97F4A7C15ull
+#define RNG_MUL1 0xBF58476D1CE4E5B9ull /* the output function's two multipliers */
+#define RNG_MUL2 0x94D049BB133111EBull
+#define RNG_UNIT (1.0 / 9007199254740992.0) /* 2^-53: a draw's top 53 bits as [0, 1) */
+
+/* splitmix64's output function of a state */
+static inline uint64_t rng_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * RNG_MUL1;
+    z = (z ^ (z >> 27)) * RNG_MUL2;
+    return z ^ (z >> 31);
+}
+
+/* rng_uniform's value for the draw z */
+static inline float rng_word_uniform(uint64_t z, float lo, float hi) {
+    double u = (double)(z >> 11) * RNG_UNIT;
+    return (float)(lo + (hi - lo) * u);
+}
+
 void *xaligned(size_t bytes); /* 64-byte aligned, zeroed; exits on failure */
 
 /* ---- region of interest ---- */

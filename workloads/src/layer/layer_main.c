@@ -137,17 +137,8 @@ static float *uniform(rng_t *rng, size_t n, float lo, float hi) {
 /* The weights are most of the set-up, which gem5 simulates too (on its atomic core, but
  * still about 3/4 of a decode run's host time with one rng_u64 call per 8 quants and a
  * modulo per quant). They are drawn in batches instead, to the same values: the k-th
- * draw after state s is splitmix64's mix of s + k * gamma (harness.c), so a batch's words
- * are computed independently of each other, with vectors in the vector build. */
-#define RNG_GAMMA 0x9E3779B97F4A7C15ull
-
-#if !VLSCALE_VECTOR
-static uint64_t rng_mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-#endif
+ * draw after state s is rng_mix(s + k * RNG_GAMMA) (harness.h), so a batch's words are
+ * computed independently of each other, with vectors in the vector build. */
 
 /* the next n draws of rng, as n rng_u64 calls would give them */
 static void rng_words(rng_t *rng, uint64_t *out, size_t n) {
@@ -158,9 +149,9 @@ static void rng_words(rng_t *rng, uint64_t *out, size_t n) {
         vuint64m2_t z = __riscv_vadd_vx_u64m2(__riscv_vid_v_u64m2(vl), i + 1, vl);
         z = __riscv_vadd_vx_u64m2(__riscv_vmul_vx_u64m2(z, RNG_GAMMA, vl), s0, vl);
         z = __riscv_vmul_vx_u64m2(__riscv_vxor_vv_u64m2(z, __riscv_vsrl_vx_u64m2(z, 30, vl), vl),
-                                  0xBF58476D1CE4E5B9ull, vl);
+                                  RNG_MUL1, vl);
         z = __riscv_vmul_vx_u64m2(__riscv_vxor_vv_u64m2(z, __riscv_vsrl_vx_u64m2(z, 27, vl), vl),
-                                  0x94D049BB133111EBull, vl);
+                                  RNG_MUL2, vl);
         z = __riscv_vxor_vv_u64m2(z, __riscv_vsrl_vx_u64m2(z, 31, vl), vl);
         __riscv_vse64_v_u64m2(out + i, z, vl);
         i += vl;
@@ -171,12 +162,6 @@ static void rng_words(rng_t *rng, uint64_t *out, size_t n) {
     rng->s = s0 + (uint64_t)n * RNG_GAMMA;
 }
 
-/* rng_uniform's value for the draw z (the same expression, so the same rounding) */
-static float word_uniform(uint64_t z, float lo, float hi) {
-    double u = (double)(z >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(lo + (hi - lo) * u);
-}
-
 /* a[i] = rng_uniform(lo, hi), b[i] = rng_uniform(lo, hi), alternately, for i < n */
 static void uniform_pairs(rng_t *rng, float *a, float *b, size_t n, float lo, float hi) {
     enum { BATCH = 256 }; /* pairs per batch of draws */
@@ -185,16 +170,16 @@ static void uniform_pairs(rng_t *rng, float *a, float *b, size_t n, float lo, fl
         const size_t np = n - i0 < BATCH ? n - i0 : BATCH;
         rng_words(rng, words, 2 * np);
 #if VLSCALE_VECTOR
-        /* word_uniform's operations, rounded alike: (z >> 11) and its scaling by 2^-53 are
+        /* rng_word_uniform's operations, rounded alike: (z >> 11) and its scaling by 2^-53 are
          * exact in double, then one fused multiply-add and one rounding to float */
-        const double span = (double)(hi - lo); /* a float difference, as in word_uniform */
+        const double span = (double)(hi - lo); /* a float difference, as in rng_word_uniform */
         for (int half = 0; half < 2; half++) {
             float *dst = (half ? b : a) + i0;
             for (size_t i = 0; i < np;) {
                 const size_t vl = __riscv_vsetvl_e64m2(np - i);
                 vuint64m2_t z = __riscv_vlse64_v_u64m2(words + 2 * i + half, 16, vl);
                 vfloat64m2_t u = __riscv_vfcvt_f_xu_v_f64m2(__riscv_vsrl_vx_u64m2(z, 11, vl), vl);
-                u = __riscv_vfmul_vf_f64m2(u, 1.0 / 9007199254740992.0, vl);
+                u = __riscv_vfmul_vf_f64m2(u, RNG_UNIT, vl);
                 vfloat64m2_t x = __riscv_vfmv_v_f_f64m2((double)lo, vl);
                 x = __riscv_vfmacc_vf_f64m2(x, span, u, vl);
                 __riscv_vse32_v_f32m1(dst + i, __riscv_vfncvt_f_f_w_f32m1(x, vl), vl);
@@ -203,8 +188,8 @@ static void uniform_pairs(rng_t *rng, float *a, float *b, size_t n, float lo, fl
         }
 #else
         for (size_t i = 0; i < np; i++) {
-            a[i0 + i] = word_uniform(words[2 * i], lo, hi);
-            b[i0 + i] = word_uniform(words[2 * i + 1], lo, hi);
+            a[i0 + i] = rng_word_uniform(words[2 * i], lo, hi);
+            b[i0 + i] = rng_word_uniform(words[2 * i + 1], lo, hi);
         }
 #endif
     }
@@ -245,7 +230,7 @@ static void make_linear(rng_t *rng, linear_t *L, size_t rows, size_t cols, int b
         rng_words(rng, words, nb * DRAWS);
         for (size_t b = 0; b < nb; b++) {
             const uint64_t *w = words + b * DRAWS;
-            L->w[i0 + b].d = fp32_to_fp16(d0 * word_uniform(w[0], 0.25f, 1.0f));
+            L->w[i0 + b].d = fp32_to_fp16(d0 * rng_word_uniform(w[0], 0.25f, 1.0f));
             quants_from_words(L->w[i0 + b].qs, w + 1);
         }
     }
