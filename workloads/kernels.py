@@ -213,13 +213,33 @@ def _ggml_tiles(vector: bool) -> Callable[[Mapping[str, Any], Mapping[str, int]]
     return why_not
 
 
+#: fa-v's rows regime under --regime auto: a kv head with at least this many query rows
+FAV_ROWS_AUTO_MIN_ROWS = 64
+
+
+def _fav_rows(axes: Mapping[str, Any], shape: Mapping[str, int]) -> bool:
+    """Whether fa-v runs its rows regime at this point (auto's rule, src/attention/fa_v.c)."""
+    regime = axes.get("regime") or "auto"
+    if regime != "auto":
+        return regime == "rows"
+    n_q = (axes.get("n") or 0) if axes.get("phase") == "prefill" else 1
+    group = shape["heads"] // shape["kv_heads"] if "kv_heads" in shape else 1
+    return n_q * group >= FAV_ROWS_AUTO_MIN_ROWS
+
+
 def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
-    """fa-v in fp16 has every regime but packed (src/attention/fa_v_f16.c); a transposed K
-    cache exists in fp32 only and is read by the blocked regime only."""
+    """fa-v in fp16 has every regime but packed (src/attention/fa_v_f16.c), LMUL 1 and, in
+    the rows regime only, 2; a transposed K cache exists in fp32 only and is read by the
+    blocked regime only."""
     transposed = axes.get("k_cache") == "transposed"
-    if axes.get("precision") == "fp16" and axes.get("regime") == "packed":
+    fp16 = axes.get("precision") == "fp16"
+    if fp16 and axes.get("regime") == "packed":
         return "fa-v has no packed regime in fp16"
-    if axes.get("precision") == "fp16" and transposed:
+    if fp16 and (axes.get("lmul") or 0) > 2:
+        return "fa-v in fp16 has LMUL 1 and 2"
+    if fp16 and axes.get("lmul") == 2 and not _fav_rows(axes, shape):
+        return "fa-v in fp16 has LMUL 2 in the rows regime only"
+    if fp16 and transposed:
         return "fa-v keeps a transposed K cache in fp32 only"
     if transposed and axes.get("regime") not in (None, "auto", "blocked"):
         return "fa-v reads a transposed K cache in the blocked regime only"

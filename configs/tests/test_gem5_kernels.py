@@ -80,6 +80,8 @@ def test_fp16_kernel_in_gem5(gem5: dict, tmp_path, kernel: str, phase: str, vlen
         assert rec["vlen"] == vlen
     if kernel == "fa-v" and phase == "prefill":  # register tiles (fa_v_tile.h) from 2048 bit
         assert rec["transpose"] == ("tile" if vlen >= 2048 else "strided")
+        # e16 m2 until an e16 m1 register holds the 256-row strip (4096 bit)
+        assert (rec["lmul"], rec["strip"]) == ((2, 64) if vlen == 512 else (1, 256))
 
 
 @pytest.mark.parametrize("vlen", [512, 2048, 8192])

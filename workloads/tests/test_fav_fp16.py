@@ -41,6 +41,15 @@ def fav16_auto(model: str, phase: str, vlen: int) -> str:
     return "heads" if group == 1 and vlen // 16 >= m["head_dim"] else "blocked"
 
 
+def fav16_auto_lmul(model: str, phase: str, vlen: int) -> int:
+    """--lmul auto in fp16's rows regime (fa_v_f16.c): e16 m1 when its register holds the
+    strip auto wants (256 rows when D <= 64, else 128, at most a kv head's rows), else m2."""
+    m = SHAPES_YAML[model]
+    rows = (40 if phase == "prefill" else 1) * (m["heads"] // m["kv_heads"])
+    want = min(rows, 256 if m["head_dim"] <= 64 else 128)
+    return 1 if vlen // 16 >= want else 2
+
+
 @pytest.mark.parametrize("vlen", VLENS)
 @pytest.mark.parametrize("regime", ["auto", *FAV16_REGIMES])
 @pytest.mark.parametrize("phase", FAV_PHASES)
@@ -50,7 +59,8 @@ def test_fav16_models(model: str, phase: str, regime: str, vlen: int) -> None:
     rec = check16("fa-v", args, vlen, FAV16)
     want = fav16_auto(model, phase, vlen) if regime == "auto" else regime
     assert rec["regime"] == want and rec["regime_asked"] == regime and rec["vlen"] == vlen
-    assert rec["lmul"] == 1 and rec["vlmax"] == vlen // 16  # e16 m1
+    lmul = fav16_auto_lmul(model, phase, vlen) if want == "rows" else 1
+    assert rec["lmul"] == lmul and rec["vlmax"] == vlen // 16 * lmul
     # tiles from an e16 register of 128 elements (2048 bit): strided at every QEMU VLEN
     assert rec["transpose"] == ("none" if want in ("heads", "dot") else "strided")
     assert 0 < rec["max_abs_err"]
@@ -88,6 +98,9 @@ FAV16_OPTIONS = [  # tunables the fp16 regimes take
     ["--regime", "blocked", "--block-r", "3", "--block-c", "7"],
     ["--regime", "heads", "--block-c", "3"], ["--regime", "blocked", "--lmul", "1"],
     ["--regime", "dot", "--block-c", "5"], ["--regime", "dot", "--block-c", "16"],
+    ["--regime", "rows", "--lmul", "1"], ["--regime", "rows", "--lmul", "1", "--strip", "5"],
+    ["--regime", "rows", "--lmul", "2", "--strip", "50"],
+    ["--regime", "rows", "--lmul", "2", "--block-c", "3"],
 ]
 
 

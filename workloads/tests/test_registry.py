@@ -186,15 +186,30 @@ def test_limits_are_the_workloads(k: Kernel, phase: str, size: int) -> None:
     assert bool(why) == (phase != "prefill" or size < 64)
 
 
-@pytest.mark.parametrize("regime", ["packed", "rows"])
-def test_fav_fp16_limit_is_the_workload(regime: str) -> None:
-    """fa-v's registry limit (no packed regime in fp16) is what attention-fa-v-fp16 refuses."""
+#: (regime, lmul, phase, size, refused): fp16 fa-v has no packed regime, LMUL 1 and 2, and
+#: LMUL 2 only where its rows regime runs (auto: a kv head with >= 64 query rows)
+FAV16_LIMITS = [
+    ("packed", None, "prefill", 8, True), ("rows", None, "prefill", 8, False),
+    ("rows", 2, "prefill", 8, False), ("rows", 4, "prefill", 8, True),
+    ("blocked", 2, "prefill", 8, True), ("auto", 2, "prefill", 8, True),
+    ("auto", 2, "prefill", 64, False), ("auto", 2, "decode", 40, True),
+    ("auto", 1, "decode", 40, False),
+]
+
+
+@pytest.mark.parametrize(("regime", "lmul", "phase", "size", "refused"), FAV16_LIMITS,
+                         ids=[f"{r}-lmul{m}-{p}{s}" for r, m, p, s, _ in FAV16_LIMITS])
+def test_fav_fp16_limit_is_the_workload(regime: str, lmul: int | None, phase: str, size: int,
+                                        refused: bool) -> None:
+    """fa-v's fp16 registry limits are what attention-fa-v-fp16 refuses (exit 2)."""
     k = kernel("fa-v")
     axes = {"kernel": "fa-v", "model": "pythia-410m", "seed": 1, "precision": "fp16",
-            "phase": "prefill", "n": 8, "l": None, "regime": regime}
+            "phase": phase, "n": size if phase == "prefill" else None,
+            "l": size if phase == "decode" else None, "regime": regime, "lmul": lmul}
     why = k.cannot_run(axes, load_models()["pythia-410m"])
-    assert bool(why) == (regime == "packed")
-    assert k.cannot_run({**axes, "precision": "fp32"}, load_models()["pythia-410m"]) is None
+    assert bool(why) == refused, why
+    if regime == "packed":
+        assert k.cannot_run({**axes, "precision": "fp32"}, load_models()["pythia-410m"]) is None
     res = qemu_run(k.binary_for("fp16"), workload_args(axes, "none"), vlen=256, zvfh=True)
     assert res.rc == (2 if why else 0), (why, res.rc, res.stderr)
 

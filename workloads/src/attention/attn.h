@@ -118,7 +118,8 @@ typedef struct {
                      [head][D], rescale per head, block maximum repeated per key, 1 / sum */
 } fav_ctx;
 
-int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t); /* 0 ok */
+int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t);
+/* 0 ok, -1 out of memory, -3 --lmul 2 outside the rows regime */
 void attn_fa_v(const fav_ctx *c);
 void fav_release(fav_ctx *c);
 
@@ -150,7 +151,8 @@ typedef struct {
     unsigned char *same_prev;
 } fav16_ctx;
 
-int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables *t); /* 0 ok */
+/* 0 ok, -1 out of memory, -3 --lmul 2 outside the rows regime */
+int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables *t);
 void attn_fa_v_f16(const fav16_ctx *c);
 void fav16_release(fav16_ctx *c);
 #endif

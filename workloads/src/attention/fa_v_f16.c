@@ -52,12 +52,25 @@ static inline h16 *HW(attn_f16 *x) { return (h16 *)x; }
  * else blocked. Not yet re-measured in gem5 for fp16. */
 #define F16_ROWS_AUTO_MIN_ROWS 64
 #define F16_ROWS_AUTO_STRIP 128
-/* Rows regime: with D <= 64, strips of 256 rows once an e16 register holds them (gem5,
- * paper-fixed, prefill N = 128, TinyLlama: 4096 bit 2.80M cycles against 3.19M with 128
- * rows, 8192 bit 2.66M against 3.19M); with D = 128 (Qwen2.5 3B, 8192 bit) 128 rows stay
- * (2.72M against 2.74M). */
+/* Rows regime, --strip auto: with D <= 64, strips of 256 rows (gem5, paper-fixed, prefill
+ * N = 128, TinyLlama, e16 m1: 4096 bit 2.80M cycles against 3.19M with 128 rows, 8192 bit
+ * 2.66M against 3.19M); with D = 128 (Qwen2.5 3B, 8192 bit) 128 rows stay (2.72M against
+ * 2.74M). Never more rows than a kv head has. */
 #define F16_ROWS_AUTO_STRIP_LONG 256
 #define F16_ROWS_LONG_MAX_D 64
+/* Rows regime, --lmul auto: e16 m1 when its register holds the strip auto wants, else
+ * e16 m2 (e32 m4 sums), which holds twice the rows: each K and V element, a scalar loaded
+ * once per strip, then feeds twice the rows. gem5, paper-fixed, prefill N = 128, m1 / m2:
+ * TinyLlama 512 bit 8.22M / 6.04M cycles (32 / 64 rows), 1024 bit 4.90M / 4.09M (64 / 128),
+ * 2048 bit 3.07M / 2.92M (128 / 256); Qwen2.5 3B 512 bit 7.17M / 5.46M, 1024 bit with m2
+ * 3.60M at 128 rows against 4.37M at 64. */
+static int rows_auto_strip(const attn_problem *p, const attn_tunables *t) {
+    if (t->strip > 0) return t->strip;
+    const int rows = p->n_q * (p->heads / p->kv_heads);
+    const int want = p->head_dim <= F16_ROWS_LONG_MAX_D ? F16_ROWS_AUTO_STRIP_LONG
+                                                        : F16_ROWS_AUTO_STRIP;
+    return want < rows ? want : rows;
+}
 #define F16_ROWS_AUTO_BLOCK_C 32
 #define F16_HEADS_AUTO_BLOCK_C 64
 #define F16_MASKED (-1e30f) /* a score no real one reaches (exp underflows to ~0) */
@@ -195,14 +208,17 @@ int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables 
     const int Hh = p->heads, D = p->head_dim, G = Hh / p->kv_heads;
     const size_t nq_el = (size_t)p->n_q * Hh * D;
     *c = (fav16_ctx){.pf = pf, .t = *t};
-    c->t.lmul = 1;
-    c->vlmax = (int)__riscv_vsetvlmax_e16m1();
+    const int e1 = (int)__riscv_vsetvlmax_e16m1();
     if (c->t.regime == FAV_AUTO)
-        c->t.regime = p->n_q * G >= F16_ROWS_AUTO_MIN_ROWS              ? FAV_ROWS
-                      : G == 1 && c->vlmax >= D && is_pow2(D)          ? FAV_HEADS
-                                                                        : FAV_BLOCKED;
+        c->t.regime = p->n_q * G >= F16_ROWS_AUTO_MIN_ROWS     ? FAV_ROWS
+                      : G == 1 && e1 >= D && is_pow2(D)       ? FAV_HEADS
+                                                               : FAV_BLOCKED;
     if (c->t.regime == FAV_HEADS && !is_pow2(D)) c->t.regime = FAV_BLOCKED; /* as fp32 */
     if (c->t.regime == FAV_PACKED) return -2; /* refused by main before this */
+    if (c->t.regime != FAV_ROWS && c->t.lmul > 1) return -3; /* only rows has e16 m2 */
+    if (c->t.regime == FAV_ROWS && c->t.lmul == 0) c->t.lmul = e1 >= rows_auto_strip(p, t) ? 1 : 2;
+    if (c->t.lmul == 0) c->t.lmul = 1;
+    c->vlmax = c->t.lmul == 2 ? (int)__riscv_vsetvlmax_e16m2() : e1;
     c->q16 = malloc(nq_el * sizeof(attn_f16)); /* Q holds fp16 values: exact */
     if (!c->q16) return -1;
     for (size_t x = 0; x < nq_el; x++) HW(c->q16)[x] = (h16)p->q[x];
@@ -216,11 +232,7 @@ int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables 
     }
     if (c->t.regime == FAV_ROWS) {
         if (t->block_c_auto) c->t.block_c = F16_ROWS_AUTO_BLOCK_C;
-        const int longer = c->vlmax >= F16_ROWS_AUTO_STRIP_LONG && D <= F16_ROWS_LONG_MAX_D;
-        int want = t->strip > 0 ? t->strip
-                   : longer     ? F16_ROWS_AUTO_STRIP_LONG
-                                : F16_ROWS_AUTO_STRIP;
-        if (t->strip == 0 && want > p->n_q * G) want = p->n_q * G;
+        const int want = rows_auto_strip(p, t);
         c->strip = want < c->vlmax ? want : c->vlmax;
         const size_t VLM = (size_t)c->strip, BK = (size_t)c->t.block_c;
         c->m = malloc(VLM * sizeof(float));
@@ -232,7 +244,7 @@ int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables 
         c->lim = malloc(VLM * sizeof(int));
         const int tr = fav16_tile_rows(D);
         c->tile_rows = t->transpose == FAV_TRANSPOSE_STRIDED                      ? 0
-                       : t->transpose == FAV_TRANSPOSE_TILE || c->vlmax >= F16_TILE_MIN_E ? tr
+                       : t->transpose == FAV_TRANSPOSE_TILE || e1 >= F16_TILE_MIN_E ? tr
                                                                                   : 0;
         if (c->tile_rows && !(c->tile = malloc((size_t)c->tile_rows * D * sizeof(attn_f16))))
             return -1;

@@ -141,9 +141,9 @@ static run_args parse(int argc, char **argv) {
         if (r.t.regime == FAV_PACKED)
             die_arg("--regime: %s is not implemented for fa-v in fp16 (fp16 regimes: auto, "
                     "rows, blocked, heads, dot)", r.regime_asked);
-        if (r.t.lmul > 1)
-            die_arg("--lmul: fa-v in fp16 runs e16 m1 with fp32 sums in e32 m2; only auto or "
-                    "1, got %d", r.t.lmul);
+        if (r.t.lmul > 2)
+            die_arg("--lmul: fa-v in fp16 runs e16 m1 (fp32 sums in e32 m2) or, in the rows "
+                    "regime, e16 m2 (e32 m4); only auto, 1 or 2, got %d", r.t.lmul);
     }
 #endif
 #if ATTN_HAS_FP16

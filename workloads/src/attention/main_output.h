@@ -78,7 +78,12 @@ static attn_problem_f16 prepare_f16(const attn_problem *p, float *q, float *k, f
 static void prepare_fav16(kernel_state *k, const attn_problem_f16 *pf, attn_tunables *t,
                           const char *regime_asked) {
     fav16_ctx *fc = &k->fav16;
-    if (fav16_prepare(fc, pf, t) != 0) die_arg("out of memory");
+    const int rc = fav16_prepare(fc, pf, t);
+    if (rc == -3)
+        die_arg("--lmul: fa-v in fp16 has e16 m2 in the rows regime only; the %s regime runs "
+                "e16 m1 (give --lmul auto or 1, or --regime rows)",
+                fc->t.regime == FAV_HEADS ? "heads" : fc->t.regime == FAV_DOT ? "dot" : "blocked");
+    if (rc != 0) die_arg("out of memory");
     const int rows = fc->t.regime == FAV_ROWS, heads = fc->t.regime == FAV_HEADS;
     const int dot = fc->t.regime == FAV_DOT;
     k->regime = rows ? "rows" : heads ? "heads" : dot ? "dot" : "blocked";
