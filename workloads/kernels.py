@@ -220,6 +220,8 @@ FAV_ROWS_AUTO_MIN_ROWS = 64
 def _fav_rows(axes: Mapping[str, Any], shape: Mapping[str, int]) -> bool:
     """Whether fa-v runs its rows regime at this point (auto's rule, src/attention/fa_v.c)."""
     regime = axes.get("regime") or "auto"
+    if axes.get("k_cache") == "transposed":  # read by the blocked regime only
+        return False
     if regime != "auto":
         return regime == "rows"
     n_q = (axes.get("n") or 0) if axes.get("phase") == "prefill" else 1
@@ -229,8 +231,7 @@ def _fav_rows(axes: Mapping[str, Any], shape: Mapping[str, int]) -> bool:
 
 def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
     """fa-v in fp16 has every regime but packed (src/attention/fa_v_f16.c), LMUL 1 and, in
-    the rows regime only, 2; a transposed K cache exists in fp32 only and is read by the
-    blocked regime only."""
+    the rows regime only, 2; a transposed K cache is read by the blocked regime only."""
     transposed = axes.get("k_cache") == "transposed"
     fp16 = axes.get("precision") == "fp16"
     if fp16 and axes.get("regime") == "packed":
@@ -239,8 +240,6 @@ def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None
         return "fa-v in fp16 has LMUL 1 and 2"
     if fp16 and axes.get("lmul") == 2 and not _fav_rows(axes, shape):
         return "fa-v in fp16 has LMUL 2 in the rows regime only"
-    if fp16 and transposed:
-        return "fa-v keeps a transposed K cache in fp32 only"
     if transposed and axes.get("regime") not in (None, "auto", "blocked"):
         return "fa-v reads a transposed K cache in the blocked regime only"
     return None

@@ -171,3 +171,45 @@ def test_fav16_kernel_instructions() -> None:
     args = ["--kernel", "fa-v", *BASE]
     assert qemu_run(FAV16, args, vlen=512, zvfh=True).rc == 0
     assert qemu_run(FAV16, args, vlen=512).rc == -4  # SIGILL without Zvfh
+
+
+# ---- fa-v in fp16 with the K cache kept transposed (--k-cache transposed) ----
+
+
+@pytest.mark.parametrize("vlen", (128, 512, 1024))
+@pytest.mark.parametrize("model", MODELS)
+def test_fav16_kept_k_cache(model: str, vlen: int) -> None:
+    """fp16 K^T pages read by the blocked regime, both phases, every model; the auto page
+    is one e16 score vector of VLMAX keys, at least 64 (QEMU's pages stay under 512 KiB)."""
+    for phase in (["--phase", "decode", "--l", "77"], ["--n", "13"]):
+        rec = check16("fa-v", ["--model", model, "--k-cache", "transposed", *phase], vlen,
+                      FAV16)
+        assert (rec["regime"], rec["regime_asked"], rec["k_cache"]) == (
+            "blocked", "auto", "transposed")
+        assert rec["block_c"] == max(64, rec["vlmax"]) and rec["vlmax"] == vlen // 16
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "h{}kv{}d{}".format(*s))
+def test_fav16_kept_k_cache_shapes(shape: tuple[int, int, int]) -> None:
+    """Every GQA ratio, MHA and MQA; N and L not multiples of the page; unrolls of 1..8."""
+    heads, kv_heads, head_dim = shape
+    base = ["--heads", str(heads), "--kv-heads", str(kv_heads), "--head-dim", str(head_dim),
+            "--k-cache", "transposed", "--regime", "blocked"]
+    for extra in (["--n", "11", "--block-r", "4", "--block-c", "5", "--unroll", "3"],
+                  ["--phase", "decode", "--l", "37", "--block-c", "16", "--unroll", "8"],
+                  ["--phase", "decode", "--l", "130", "--unroll", "1"]):
+        rec = check16("fa-v", [*base, *extra], 256, FAV16)
+        assert rec["regime"] == "blocked" and rec["k_cache"] == "transposed"
+
+
+def test_fav16_kept_k_cache_same_output() -> None:
+    """Keeping K^T changes where the scores read keys, not what they compute: with the same
+    block size the output is the copied block's to the last bit; a perturbed result fails."""
+    args = ["--model", "qwen2.5-0.5b", "--phase", "decode", "--l", "150", "--regime",
+            "blocked", "--block-c", "32"]
+    a = check16("fa-v", args, 512, FAV16)
+    b = check16("fa-v", [*args, "--k-cache", "transposed"], 512, FAV16)
+    assert a["max_abs_err"] == b["max_abs_err"] and b["k_cache"] == "transposed"
+    bad = run16("fa-v", [*args, "--k-cache", "transposed", "--test-perturb"], 512, FAV16)
+    assert bad.rc == 1 and bad.record["pass"] is False
+

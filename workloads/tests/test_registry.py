@@ -216,15 +216,15 @@ def test_fav_fp16_limit_is_the_workload(regime: str, lmul: int | None, phase: st
 
 @pytest.mark.parametrize(("precision", "regime"), [
     ("fp32", "auto"), ("fp32", "blocked"), ("fp32", "rows"), ("fp32", "heads"),
-    ("fp16", "auto"), ("fp16", "blocked")])
+    ("fp16", "auto"), ("fp16", "blocked"), ("fp16", "rows"), ("fp16", "heads")])
 def test_fav_k_cache_limit_is_the_workload(precision: str, regime: str) -> None:
-    """fa-v's transposed K cache: fp32 and the blocked regime only; the registry drops
-    exactly the points its binaries refuse (exit 2)."""
+    """fa-v's transposed K cache, in both precisions: the blocked regime only; the registry
+    drops exactly the points its binaries refuse (exit 2)."""
     k = kernel("fa-v")
     axes = {"kernel": "fa-v", "model": "qwen2.5-0.5b", "seed": 1, "precision": precision,
             "phase": "decode", "n": None, "l": 30, "regime": regime, "k_cache": "transposed"}
     why = k.cannot_run(axes, load_models()["qwen2.5-0.5b"])
-    assert bool(why) == (precision == "fp16" or regime not in ("auto", "blocked"))
+    assert bool(why) == (regime not in ("auto", "blocked"))
     res = qemu_run(k.binary_for(precision), workload_args(axes, "none"), vlen=256,
                    zvfh=precision == "fp16")
     assert res.rc == (2 if why else 0), (why, res.rc, res.stderr)

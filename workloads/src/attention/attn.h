@@ -23,6 +23,19 @@ enum { FAV_AUTO, FAV_BLOCKED, FAV_PACKED, FAV_ROWS, FAV_DOT, FAV_HEADS };
 #endif
 #if FAV_KCACHE
 enum { FAV_KC_GGML, FAV_KC_TRANSPOSED };
+/* --k-cache transposed, --block-c auto: a page (key block) is one score vector of VLMAX
+ * keys, at least KCACHE_AUTO_BLOCK_C, but a page of all kv heads (per_key bytes a key)
+ * stays within KCACHE_PAGE_MAX_BYTES, half the 1 MiB L2. gem5, paper-fixed, decode
+ * L = 512, 8192 bit, fp32: Pythia (16 kv heads, 4 KiB a position) 1.76M cycles with pages
+ * of 256 keys, 1.33M with 128; Llama 3.2 1B (2 KiB) 0.72M with 256 against 0.75M with 128;
+ * Qwen2.5 3B (1 KiB) 0.46M against 0.48M. */
+#define KCACHE_AUTO_BLOCK_C 64
+#define KCACHE_PAGE_MAX_BYTES (512 * 1024)
+static inline int fav_kcache_page_keys(size_t per_key, int vlmax) {
+    int bc = vlmax > KCACHE_AUTO_BLOCK_C ? vlmax : KCACHE_AUTO_BLOCK_C;
+    while (bc > KCACHE_AUTO_BLOCK_C && per_key * (size_t)bc > KCACHE_PAGE_MAX_BYTES) bc /= 2;
+    return bc;
+}
 #endif
 /* fa-v transposes (K^T in the blocked regime, Q^T and O^T in the rows regime) */
 enum { FAV_TRANSPOSE_AUTO, FAV_TRANSPOSE_TILE, FAV_TRANSPOSE_STRIDED };
@@ -118,8 +131,7 @@ typedef struct {
                      [head][D], rescale per head, block maximum repeated per key, 1 / sum */
 } fav_ctx;
 
-int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t);
-/* 0 ok, -1 out of memory, -3 --lmul 2 outside the rows regime */
+int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t); /* 0 ok */
 void attn_fa_v(const fav_ctx *c);
 void fav_release(fav_ctx *c);
 
@@ -130,13 +142,16 @@ void attn_ggml_vec_f16(const attn_problem_f16 *p);
  * scratch, made before the region of interest like fa-v's. */
 typedef struct {
     const attn_problem_f16 *pf;
-    attn_tunables t; /* t.regime resolved (not FAV_AUTO, never FAV_PACKED), t.lmul 1 */
-    int vlmax;       /* elements of e16 at LMUL 1 */
+    attn_tunables t; /* t.regime resolved (not FAV_AUTO, never FAV_PACKED), t.lmul */
+    int vlmax;       /* elements of e16 at t.lmul */
     int strip;       /* rows: query rows per strip, <= vlmax */
     attn_f16 *q16;   /* Q in fp16, [token][head][D] */
     attn_f16 *qs16;  /* heads: one token's q, heads padded to whole registers */
     attn_f16 *qt;    /* rows: Q^T of a strip, then its O^T in fp16, [D][strip] */
     attn_f16 *kt;    /* blocked: the key block transposed, [kv head][D][block_c] */
+#if FAV_KCACHE
+    attn_f16 *ktc;   /* blocked, --k-cache transposed: fp16 pages as fav_ctx's ktc */
+#endif
     attn_f16 *pr;    /* probabilities of one key block in fp16 */
     float *m, *s;    /* running max and sum */
     float *sc;       /* scores of one key block (fp32) */

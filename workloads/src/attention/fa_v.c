@@ -104,19 +104,8 @@ __attribute__((noinline)) static void fav_kcache_append(const fav_ctx *c) {
         fav_store_key_col(fav_kcache_at(c, j), (size_t)c->t.block_c, p->k + j * kv_row, kv_row);
 }
 
-/* --k-cache transposed, --block-c auto: a page (key block) is one score vector of VLMAX
- * keys, at least KCACHE_AUTO_BLOCK_C, but a page of all kv heads stays within
- * KCACHE_PAGE_MAX_BYTES, half the 1 MiB L2. gem5, paper-fixed, decode L = 512, 8192 bit:
- * Pythia (16 kv heads, 4 KiB a position) 1.76M cycles with pages of 256 keys, 1.33M with
- * 128; Llama 3.2 1B (2 KiB) 0.72M with 256 against 0.75M with 128; Qwen2.5 3B (1 KiB) 0.46M
- * against 0.48M. */
-#define KCACHE_AUTO_BLOCK_C 64
-#define KCACHE_PAGE_MAX_BYTES (512 * 1024)
 static int fav_kcache_block_c(const attn_problem *p, int vlmax) {
-    const size_t per_key = (size_t)p->kv_heads * p->head_dim * sizeof(float);
-    int bc = vlmax > KCACHE_AUTO_BLOCK_C ? vlmax : KCACHE_AUTO_BLOCK_C;
-    while (bc > KCACHE_AUTO_BLOCK_C && per_key * (size_t)bc > KCACHE_PAGE_MAX_BYTES) bc /= 2;
-    return bc;
+    return fav_kcache_page_keys((size_t)p->kv_heads * p->head_dim * sizeof(float), vlmax);
 }
 
 /* Whether key blocks are read from the kept pages (no copy). */

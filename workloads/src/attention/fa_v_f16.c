@@ -93,19 +93,55 @@ static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
  * vectorised across keys (vfwmacc.vf into e32 m2), NREP heads unrolled with the K^T and V
  * rows of a kv head loaded once for its heads; the block's P V in fp16 per strip of D,
  * added to the fp32 accumulator (one per query row of the row block and head). */
+/* Key row krow (all kv heads, kv_row halves) into column j of a K^T block or page whose
+ * rows are ld keys long: one strided store per register group. */
+static inline __attribute__((always_inline)) void store_key_col16(attn_f16 *col, size_t ld,
+                                                                 const h16 *krow,
+                                                                 size_t kv_row) {
+    for (size_t gd = 0; gd < kv_row;) {
+        const size_t vl = __riscv_vsetvl_e16m4(kv_row - gd);
+        __riscv_vsse16_v_f16m4(HW(col) + gd * ld, (ptrdiff_t)(ld * 2),
+                               __riscv_vle16_v_f16m4(krow + gd, vl), vl);
+        gd += vl;
+    }
+}
+
 __attribute__((noinline)) static void transpose_k16(const fav16_ctx *c, int c0, int c1) {
     const attn_problem *p = c->pf->p;
     const size_t BC = (size_t)c->t.block_c, kv_row = (size_t)p->kv_heads * p->head_dim;
-    for (int j = c0; j < c1; j++) {
-        const h16 *krow = H(c->pf->k) + (size_t)j * kv_row;
-        for (size_t gd = 0; gd < kv_row;) {
-            const size_t vl = __riscv_vsetvl_e16m4(kv_row - gd);
-            __riscv_vsse16_v_f16m4(HW(c->kt) + gd * BC + (size_t)(j - c0), (ptrdiff_t)(BC * 2),
-                                   __riscv_vle16_v_f16m4(krow + gd, vl), vl);
-            gd += vl;
-        }
-    }
+    for (int j = c0; j < c1; j++)
+        store_key_col16(c->kt + (size_t)(j - c0), BC, H(c->pf->k) + (size_t)j * kv_row, kv_row);
 }
+
+#if FAV_KCACHE
+/* --k-cache transposed: fp32's kept K^T pages (fa_v.c) in fp16, [page][kv head][D][block_c];
+ * the positions before the step's tokens written outside the region of interest, the
+ * step's own keys appended inside it. */
+static attn_f16 *kcache16_at(const fav16_ctx *c, size_t j) {
+    const size_t B = (size_t)c->t.block_c, kv_row = (size_t)c->pf->p->kv_heads * c->pf->p->head_dim;
+    return c->ktc + j / B * kv_row * B + j % B;
+}
+
+static int kcache16_prepare(fav16_ctx *c) {
+    const attn_problem *p = c->pf->p;
+    const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
+    const size_t B = (size_t)c->t.block_c, pages = (n + B - 1) / B;
+    c->ktc = malloc(pages * kv_row * B * sizeof(attn_f16));
+    if (!c->ktc) return -1;
+    for (size_t j = 0; j < n - (size_t)p->n_q; j++) {
+        attn_f16 *col = kcache16_at(c, j);
+        for (size_t gd = 0; gd < kv_row; gd++) col[gd * B] = c->pf->k[j * kv_row + gd];
+    }
+    return 0;
+}
+
+__attribute__((noinline)) static void kcache16_append(const fav16_ctx *c) {
+    const attn_problem *p = c->pf->p;
+    const size_t n = (size_t)p->n_kv, kv_row = (size_t)p->kv_heads * p->head_dim;
+    for (size_t j = n - (size_t)p->n_q; j < n; j++)
+        store_key_col16(kcache16_at(c, j), (size_t)c->t.block_c, H(c->pf->k) + j * kv_row, kv_row);
+}
+#endif
 
 #define NREP 1
 #include "attention/fa_v_f16_blocked.h"
@@ -127,7 +163,10 @@ static void fav16_blocked(const fav16_ctx *c) {
         const int r1 = r0 + BR < p->n_q ? r0 + BR : p->n_q;
         const int kmax = attn_kv_end(p, r1 - 1);
         for (int c0 = 0; c0 < kmax; c0 += BC) {
-            transpose_k16(c, c0, c0 + BC < kmax ? c0 + BC : kmax);
+#if FAV_KCACHE
+            if (!c->ktc)
+#endif
+                transpose_k16(c, c0, c0 + BC < kmax ? c0 + BC : kmax);
             for (int h0 = 0; h0 < Hh; h0 += U) {
                 const int nh = Hh - h0 < U ? Hh - h0 : U;
                 for (int i = r0; i < r1; i++) {
@@ -252,17 +291,28 @@ int fav16_prepare(fav16_ctx *c, const attn_problem_f16 *pf, const attn_tunables 
     }
     /* blocked: U fp32 score accumulators (e32 m2) in registers, U <= 8 */
     if (c->t.unroll > 8) c->t.unroll = 8;
+#if FAV_KCACHE
+    if (t->k_cache == FAV_KC_TRANSPOSED && t->block_c_auto)
+        c->t.block_c = fav_kcache_page_keys((size_t)p->kv_heads * D * sizeof(attn_f16), c->vlmax);
+#endif
     const size_t per = (size_t)c->t.block_r * Hh, BC = (size_t)c->t.block_c;
     c->m = malloc(per * sizeof(float));
     c->s = malloc(per * sizeof(float));
     c->acc = malloc(per * D * sizeof(float));
     c->sc = malloc(8 * BC * sizeof(float));
     c->pr = malloc(8 * BC * sizeof(attn_f16));
+    if (!c->m || !c->s || !c->acc || !c->sc || !c->pr) return -1;
+#if FAV_KCACHE
+    if (t->k_cache == FAV_KC_TRANSPOSED) return kcache16_prepare(c); /* no block copy */
+#endif
     c->kt = malloc((size_t)p->kv_heads * D * BC * sizeof(attn_f16));
-    return c->m && c->s && c->acc && c->sc && c->pr && c->kt ? 0 : -1;
+    return c->kt ? 0 : -1;
 }
 
 void attn_fa_v_f16(const fav16_ctx *c) {
+#if FAV_KCACHE
+    if (c->ktc) kcache16_append(c);
+#endif
     switch (c->t.regime) {
     case FAV_ROWS: fav16_rows(c); break;
     case FAV_HEADS: fav16_heads(c); break;
@@ -272,6 +322,9 @@ void attn_fa_v_f16(const fav16_ctx *c) {
 }
 
 void fav16_release(fav16_ctx *c) {
+#if FAV_KCACHE
+    free(c->ktc);
+#endif
     free(c->q16), free(c->qs16), free(c->qt), free(c->kt), free(c->pr);
     free(c->m), free(c->s), free(c->sc), free(c->acc), free(c->acct), free(c->alpha);
     free(c->inv), free(c->mrep), free(c->lim), free(c->tile);

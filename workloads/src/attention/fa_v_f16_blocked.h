@@ -24,6 +24,11 @@ __attribute__((noinline)) static void RVV_CAT(blk16_, NREP)(const fav16_ctx *c, 
         kvo[u] = (size_t)((h + u) / group) * D;
     }
 #define NEWKV(u) ((u) == 0 || kvo[u] != kvo[(u) > 0 ? (u) - 1 : 0])
+#if FAV_KCACHE /* the block's K^T: the copied block, or the kept cache's page */
+    const h16 *ktb = H(c->ktc ? c->ktc + (size_t)(j0 / BC) * kv_row * BC : c->kt);
+#else
+    const h16 *ktb = H(c->kt);
+#endif
 
     /* 1. scores across the block's keys: q[d] (fp16 scalar) x K^T row (fp16), fp32 sums */
     for (int jj = 0; jj < n;) {
@@ -32,9 +37,9 @@ __attribute__((noinline)) static void RVV_CAT(blk16_, NREP)(const fav16_ctx *c, 
         REP(ZERO)
 #undef ZERO
         for (int d = 0; d < D; d++) {
-            vfloat16m1_t kv = __riscv_vle16_v_f16m1(H(c->kt) + (kvo[0] + (size_t)d) * BC + jj, vl);
+            vfloat16m1_t kv = __riscv_vle16_v_f16m1(ktb + (kvo[0] + (size_t)d) * BC + jj, vl);
 #define DOT(u)                                                                                  \
-    if ((u) > 0 && NEWKV(u)) kv = __riscv_vle16_v_f16m1(H(c->kt) + (kvo[u] + (size_t)d) * BC + jj, vl); \
+    if ((u) > 0 && NEWKV(u)) kv = __riscv_vle16_v_f16m1(ktb + (kvo[u] + (size_t)d) * BC + jj, vl); \
     a##u = __riscv_vfwmacc_vf_f32m2(a##u, qp[u][d], kv, vl);
             REP(DOT)
 #undef DOT
