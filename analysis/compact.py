@@ -27,17 +27,15 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple
 
+from vecscale.vocab import KEPT_RUN_FILES as RUN_FILES
+from vecscale.vocab import ROI_ONLY_STATS, RUNS_ARCHIVE
+
 from .metrics import regions_of
 from .stats import BEGIN, END, StatsError, parse_text, read_text, region_dumps
 
-#: a compacted run keeps only its ROI dump, filtered, under this name
-ROI_ONLY_STATS = "stats.roi.txt"
-#: a compacted sweep keeps its runs/ folder in this one archive (collect unpacks it)
-RUNS_ARCHIVE = "runs.tar.gz"
 SWEEP_FILES = ("sweep.yaml", "provenance.json")
 #: large and repetitive (a line per sweep point): kept inside the archive
 ARCHIVED_SWEEP_FILES = ("points.json",)
-RUN_FILES = ("run.json", "status.json", "result.json")
 #: stat names kept (a regular expression over the whole name); the core is whichever
 #: detailed core the dump has (Dump.cpu)
 KEEP = (r"sim(Seconds|Ticks|Freq|Insts|Ops)|host(Seconds|InstRate|OpRate|MemUsage)"
@@ -141,7 +139,9 @@ def compact(src: Path, dst: Path) -> Compacted:
                if (run_dir / name).is_file()}
         members += [(f"{base}/{name}", scrub(data, roots)) for name, data in raw.items()]
         stats = run_dir / "stats.txt"
-        if stats.is_file():
+        if not stats.is_file() and (run_dir / ROI_ONLY_STATS).is_file():  # from an archive
+            members.append((f"{base}/{ROI_ONLY_STATS}", (run_dir / ROI_ONLY_STATS).read_bytes()))
+        elif stats.is_file():
             try:
                 roi = int(json.loads(raw.get("run.json", b"{}")).get("roi_dump", 1))
                 span = _span(raw.get("result.json"))

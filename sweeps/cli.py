@@ -49,6 +49,9 @@ def parser() -> argparse.ArgumentParser:
                    help="per-run seconds, > 0 (default: the spec's timeout_s)")
     r.add_argument("--grace", type=float, default=30.0,
                    help="seconds between SIGINT and SIGKILL when stopping a run (>= 0)")
+    r.add_argument("--from", dest="from_archive", type=Path, default=None, metavar="ARCHIVE",
+                   help="first copy in the finished runs of this plan that a kept archive "
+                        "(results/reference-*) holds and the results folder lacks")
     r.add_argument("--retry-failed", action="store_true", help="rerun runs that failed")
     r.add_argument("--force", action="store_true", help="rerun every run")
     r.add_argument("--templates", type=Path, default=None,
@@ -122,7 +125,7 @@ def _main(argv: list[str] | None = None) -> int:
                               force=a.force, templates=a.templates,
                               max_parallel=a.max_parallel, sbatch_args=tuple(a.sbatch_arg),
                               resubmit=a.resubmit, poll_s=a.poll, only=tuple(a.only),
-                              max_points=a.max_points)
+                              max_points=a.max_points, from_archive=a.from_archive)
         return driver.run_sweep(a.spec, opts)
     except (SpecError, LockHeld, ValueError, RuntimeError) as e:
         print(f"vecscale: {e}", file=sys.stderr)

@@ -49,6 +49,7 @@ class Options:
     poll_s: float = 5.0
     only: tuple[str, ...] = ()
     max_points: int = MAX_POINTS
+    from_archive: Path | None = None
 
 
 def git_rev() -> str | None:
@@ -287,6 +288,17 @@ def _sweep_files(spec: Spec, text: str, plan: Plan, folder: Path, opts: Options,
     write_json_atomic(prov_path, prov)
 
 
+def _seed(plan: Plan, runs_dir: Path, archive: Path, out: TextIO) -> None:
+    from sweeps.seed import seed_from
+
+    got = seed_from(archive, plan, runs_dir)
+    out.write(f"from {archive}: {got.copied} runs copied, {got.present} already here, "
+              f"{got.not_in_plan} not of this plan (other code or points)\n")
+    for p in got.problems:
+        out.write(f"warning: from {archive}: {p} (not copied)\n")
+    out.flush()
+
+
 def _check_tools(spec: Spec) -> None:
     """What the target needs on this host, before anything is written."""
     if spec.target == "gem5" and not Path(gem5_config()).is_file():
@@ -355,6 +367,8 @@ def run_sweep(spec_arg: str, opts: Options, out: TextIO = sys.stdout) -> int:
                       "argv": sys.argv[1:], "executor": opts.executor,
                       "host": os.uname().nodename, "slurm_jobs": []}
         _sweep_files(spec, text, full, folder, opts, invocation)
+        if opts.from_archive is not None:
+            _seed(full, runs_dir, opts.from_archive, out)
         todo = _select(plan, runs_dir, opts)
         for w in plan.warnings:
             out.write(f"warning: {w}\n")

@@ -157,6 +157,12 @@ FAILED: frozenset[str] = frozenset(STATUSES) - {"ok"} - RESUMED
 MISSING, CORRUPT, UNKNOWN_STATUS = "missing", "corrupt", "unknown status"
 RUN_PROBLEMS: tuple[str, ...] = (MISSING, CORRUPT, UNKNOWN_STATUS)
 
+#: a kept archive (`python -m analysis compact`, read back by `collect` and `run --from`):
+#: a sweep's runs in one file, each run as these JSON files and its compacted ROI dump
+RUNS_ARCHIVE = "runs.tar.gz"
+KEPT_RUN_FILES: tuple[str, ...] = ("run.json", "status.json", "result.json")
+ROI_ONLY_STATS = "stats.roi.txt"
+
 # ----------------------------------------------------------------------------- files
 
 #: the repository (this file is vecscale/vocab.py)

@@ -243,3 +243,81 @@ def test_only_runs_a_slice_then_the_rest(fakes: Fakes) -> None:
         r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--only", bad)
         assert r.returncode == 2 and msg in r.stderr and len(r.stderr.splitlines()) == 1, \
             r.stderr
+
+
+def _archive_members(archive: Path) -> dict[str, bytes]:
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
+
+
+def _repack(members: dict[str, bytes], folder: Path) -> Path:
+    import io
+    import tarfile
+
+    folder.mkdir()
+    with tarfile.open(folder / "runs.tar.gz", "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return folder
+
+
+@pytest.mark.skipif(not (BUILD / "attention").exists(), reason="workloads not built")
+@pytest.mark.skipif(shutil.which("qemu-riscv64") is None, reason="qemu-riscv64 not installed")
+def test_run_from_a_kept_archive(fakes: Fakes, tmp_path: Path) -> None:
+    """A partial grid compacted on one machine continues on another (`run --from`): the
+    archive's runs of the plan are copied in, only the rest is simulated, and compacting
+    again keeps both (with the copied runs' ROI dumps); a run whose run.json does not hash
+    to its id is not taken."""
+    import sys
+
+    axes = {"uarch": ["vitruvius-plus"], "vlen": [512], "lanes": [8], "kernel": ["fa-v"],
+            "model": ["tinyllama-1.1b"], "phase": ["prefill"], "n": [4], "seed": [1, 2]}
+    spec = fakes.spec("kept", target="gem5", axes=axes)
+    assert fakes.cli("run", str(spec), "--results", str(fakes.results)).returncode == 0
+
+    def compact(src: Path, dst: Path) -> None:
+        r = subprocess.run([sys.executable, "-m", "analysis", "compact", str(src), str(dst)],
+                           cwd=ROOT, env=fakes.env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    compact(fakes.results / "kept", tmp_path / "compacted")
+    first = set(fakes.statuses("kept"))
+    members = _archive_members(tmp_path / "compacted" / "runs.tar.gz")
+    # the fake gem5's stats are no real dump: give each run the ROI dump a real one leaves
+    members.update({f"runs/{rid}/stats.roi.txt": f"roi of {rid}\n".encode() for rid in first})
+    archive = _repack(members, tmp_path / "reference-kept")
+
+    # another machine: an empty results folder, the grid grown by one point
+    fakes.results = tmp_path / "results2"
+    fakes.counter.unlink()
+    spec = fakes.spec("kept", target="gem5", axes={**axes, "seed": [1, 2, 3]})
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--from", str(archive))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 runs copied, 0 already here" in r.stdout and "2 already done, 1 to run" in r.stdout
+    assert {c.split("--seed ")[1].split()[0] for c in fakes.calls()} == {"3"}  # ref + gem5
+    assert first <= set(fakes.statuses("kept"))
+    compact(fakes.results / "kept", tmp_path / "reference-kept2")
+    kept = _archive_members(tmp_path / "reference-kept2" / "runs.tar.gz")
+    assert all(f"runs/{rid}/result.json" in kept for rid in fakes.statuses("kept"))
+    assert all(kept[f"runs/{rid}/stats.roi.txt"] == f"roi of {rid}\n".encode() for rid in first)
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--from",
+                  str(tmp_path / "reference-kept2"))
+    assert "0 runs copied, 3 already here" in r.stdout and "0 to run" in r.stdout, r.stdout
+
+    # a tampered archive: the run is reported and simulated instead
+    bad = sorted(first)[0]
+    run = json.loads(members[f"runs/{bad}/run.json"])
+    run["system"]["vlen"] = 1024
+    tampered = _repack({**members, f"runs/{bad}/run.json": json.dumps(run).encode()},
+                       tmp_path / "tampered")
+    fakes.results = tmp_path / "results3"
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--from", str(tampered))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{bad}: archived run.json does not hash to its id (not copied)" in r.stdout
+    assert "1 runs copied" in r.stdout and "1 already done, 2 to run" in r.stdout
+    r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--from", str(tmp_path))
+    assert r.returncode == 2 and "no runs.tar.gz" in r.stderr and len(r.stderr.splitlines()) == 1
