@@ -16,8 +16,8 @@
  *    is at most one key block long (16..256 keys), so its rounding does not grow with the
  *    sequence, unlike a whole-row fp16 accumulator (ggml's VKQ16); the fp32 step costs one
  *    widening add per block and D elements, against block_c fp16 multiply-adds.
- * Register grouping: fp16 vectors are e16 m1 and the fp32 sums beside them e32 m2 (the same
- * element count); --lmul takes auto or 1 only. No VLEN is compiled in. */
+ * Register grouping: e16 m1 fp16 vectors beside e32 m2 fp32 sums (the same element count),
+ * or in the rows regime e16 m2 beside e32 m4 (--lmul 2). No VLEN is compiled in. */
 #if VLSCALE_VECTOR
 #include <math.h>
 #include <riscv_vector.h>
