@@ -35,21 +35,25 @@ class Seeded:
     problems: list[str] = field(default_factory=list)
 
 
-def _archived_runs(archive: Path) -> dict[str, dict[str, bytes]]:
-    """run id -> {file name: bytes} for the archive's runs/<id>/<file> members."""
+def _archived_runs(archive: Path, wanted: set[str]) -> tuple[dict[str, dict[str, bytes]],
+                                                             set[str]]:
+    """The files of the archive's runs/<id>/ for the ids in `wanted` (only those are read),
+    and every run id the archive holds."""
     runs: dict[str, dict[str, bytes]] = {}
+    ids: set[str] = set()
     try:
         with tarfile.open(archive) as tar:
             for m in tar:
                 parts = PurePosixPath(m.name).parts
                 if len(parts) != 3 or parts[0] != "runs" or not m.isfile():
                     continue
-                if parts[2] in SEEDED_FILES:
+                ids.add(parts[1])
+                if parts[1] in wanted and parts[2] in SEEDED_FILES:
                     data = tar.extractfile(m)
                     runs.setdefault(parts[1], {})[parts[2]] = data.read() if data else b""
     except (OSError, tarfile.TarError) as exc:
         raise SpecError(f"--from: {archive}: cannot read ({exc})") from None
-    return runs
+    return runs, ids
 
 
 def _why_not(rid: str, files: dict[str, bytes]) -> str | None:
@@ -75,22 +79,19 @@ def seed_from(archive_dir: Path, plan: Plan, runs_dir: Path) -> Seeded:
     if not archive.is_file():
         raise SpecError(f"--from: {archive_dir}: no {RUNS_ARCHIVE} (a kept archive is made "
                         "by `python -m analysis compact RESULTS DEST`)")
-    out = Seeded()
-    for rid, files in sorted(_archived_runs(archive).items()):
-        if rid not in plan.runs:
-            out.not_in_plan += 1
-            continue
-        dest = runs_dir / rid
-        if (dest / "status.json").exists():
-            out.present += 1
-            continue
-        if why := _why_not(rid, files):
+    lacking = {rid for rid in plan.runs if not (runs_dir / rid / "status.json").exists()}
+    found, ids = _archived_runs(archive, lacking)
+    planned = set(plan.runs)
+    out = Seeded(not_in_plan=len(ids - planned), present=len((ids & planned) - lacking))
+    for rid in sorted(ids & lacking):
+        if why := _why_not(rid, found.get(rid, {})):
             out.problems.append(why)
             continue
+        dest = runs_dir / rid
         tmp = runs_dir / f".{rid}.seeding"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        for name, data in files.items():
+        for name, data in found[rid].items():
             (tmp / name).write_bytes(data)
         if dest.exists():  # a folder without a status (never ran, or killed): replaced
             shutil.rmtree(dest)
