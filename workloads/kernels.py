@@ -219,14 +219,13 @@ FAV_ROWS_AUTO_MIN_ROWS = 64
 
 def _fav_rows(axes: Mapping[str, Any], shape: Mapping[str, int]) -> bool:
     """Whether fa-v runs its rows regime at this point (auto's rule, src/attention/fa_v.c)."""
-    regime = axes.get("regime") or "auto"
     if axes.get("k_cache") == "transposed":  # read by the blocked regime only
         return False
+    regime = axes.get("regime") or "auto"
     if regime != "auto":
         return regime == "rows"
     n_q = (axes.get("n") or 0) if axes.get("phase") == "prefill" else 1
-    group = shape["heads"] // shape["kv_heads"] if "kv_heads" in shape else 1
-    return n_q * group >= FAV_ROWS_AUTO_MIN_ROWS
+    return n_q * (shape["heads"] // shape["kv_heads"]) >= FAV_ROWS_AUTO_MIN_ROWS
 
 
 def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
