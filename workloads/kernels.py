@@ -61,8 +61,9 @@ TUNABLES: dict[str, Tunable] = {t.axis: t for t in (
             "q8-packed: repack the x quants per row or once per call"),
     Tunable("split_mac", "--split-mac", str, ("pair", "sext"),
             "q8-split: int8 pair products or sign-extended int16 multiply-adds"),
-    Tunable("fp16", "--fp16", str, ("bits", "table"),
-            "q8: block scales decoded by bit manipulation or from a 65536-entry table"),
+    Tunable("fp16", "--fp16", str, ("bits", "table", "zvfh"),
+            "q8: block scales decoded by bit manipulation, from a 65536-entry table, or "
+            "converted by half-precision hardware (Zfhmin / Zvfh; vector kernels)"),
     Tunable("transpose", "--transpose", str, ("auto", "tile", "strided"),
             "fa-v: K^T, Q^T and O^T copies by tiles in registers or strided accesses"),
     Tunable("attn", "--attn", str, ("ggml-vec", "fa-v", "ggml-scalar"),
@@ -244,6 +245,13 @@ def _fav_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None
     return None
 
 
+def _q8_scalar_limits(axes: Mapping[str, Any], _shape: Mapping[str, int]) -> str | None:
+    """q8-scalar is rv64gc code: no half-precision hardware (q8_main.c refuses it)."""
+    if axes.get("fp16") == "zvfh":
+        return "q8-scalar has no vector code for --fp16 zvfh"
+    return None
+
+
 def _layer_limits(axes: Mapping[str, Any], shape: Mapping[str, int]) -> str | None:
     """In the layer only fa-v reads a transposed K cache (the layer's default attention is
     ggml-vec, as llama.cpp's)."""
@@ -265,7 +273,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
            doc="FlashAttention-V: blocked, packed, rows, dot and heads regimes",
            fp16_binary="attention-fa-v-fp16", limits=_fav_limits),
     Kernel("q8-scalar", Q8, "q8-scalar", vector=False, tunables=("fp16",),
-           doc="Q8_0 GEMV without vector code"),
+           doc="Q8_0 GEMV without vector code", limits=_q8_scalar_limits),
     Kernel("q8-ggml", Q8, "q8", vector=True, tunables=("fp16",),
            doc="ggml's RVV vec_dot, one 32-block per iteration"),
     Kernel("q8-packed", Q8, "q8", vector=True, tunables=("pack_x", "fp16"),

@@ -80,11 +80,14 @@ $(WL_BUILD)/attention-scalar-fp16: $(ATTN_MAIN) $(ATTN_GSCAL16) $(ATTN_HDR) $(CO
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(call ONLY,0,0,1) \
 	  $(FP16_ONLY) $(ATTN_MAIN) $(ATTN_GSCAL16) $(COMMON_SRC) -o $@ -lm
 
+# q8 with Zvfh (and the Zfhmin it implies) for --fp16 zvfh; q8-scalar is rv64gc, without
+# the Zvfh kernels (q8_zvfh.c)
+Q8_SRC_S   := $(filter-out %/q8_zvfh.c,$(Q8_SRC))
 $(WL_BUILD)/q8: $(Q8_SRC) $(Q8_HDR) $(COMMON_SRC) $(COMMON_HDR)
-	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 $(Q8_SRC) $(COMMON_SRC) -o $@ -lm
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_VH) -DVLSCALE_VECTOR=1 $(Q8_SRC) $(COMMON_SRC) -o $@ -lm
 
-$(WL_BUILD)/q8-scalar: $(Q8_SRC) $(Q8_HDR) $(COMMON_SRC) $(COMMON_HDR)
-	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(Q8_SRC) $(COMMON_SRC) -o $@ -lm
+$(WL_BUILD)/q8-scalar: $(Q8_SRC_S) $(Q8_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(Q8_SRC_S) $(COMMON_SRC) -o $@ -lm
 
 # One decoder layer (src/layer): links the q8 kernels and the fp32 attention kernels
 # themselves (their sources, not their workloads' mains); the model's layer parameters come

@@ -114,11 +114,12 @@ def tunable_cases() -> list:
 def test_each_tunable_value_is_accepted(name: str, tunable: str, value: object) -> None:
     """What a sweep passes for a tunable runs and passes its self-check (on the binary
     sweeps use for the kernel), or, where the registry's limits drop the point (the
-    layer's transposed K cache with its default ggml-vec attention), is refused (exit 2)."""
+    layer's transposed K cache with its default ggml-vec attention, q8-scalar's --fp16 zvfh),
+    is refused (exit 2)."""
     k = kernel(name)
     axes = {"kernel": name, "model": "tinyllama-1.1b", "seed": 1, **PROBLEM[k.family.name],
             tunable: value}
-    res = qemu_run(k.binary, workload_args(axes, "none"), vlen=512)
+    res = qemu_run(k.binary, workload_args(axes, "none"), vlen=512, zvfh=value == "zvfh")
     if k.cannot_run(axes, load_models()["tinyllama-1.1b"]):
         assert res.rc == 2, (res.rc, res.stderr)
         return

@@ -9,9 +9,14 @@
 
 #include "common/harness.h"
 #include "q8/q8.h"
+#if VLSCALE_VECTOR
+#include "q8/q8_zvfh.h"
+#endif
 
 static const char *const PROJS[] = {"q", "k", "v", "o", "gate", "up", "down", NULL};
-static const char *const FP16[] = {"bits", "table", NULL};
+/* how the kernels turn fp16 scales into fp32: software decode (q8.h), ggml's table, or
+ * half-precision hardware (Zfhmin, Zvfh: q8_zvfh.c, the vector kernels only) */
+static const char *const FP16[] = {"bits", "table", "zvfh", NULL};
 
 /* The kernels of this workload, in the order of the kernel registry (workloads/kernels.py,
  * family q8); the enum names their rows. A kernel may own one option of its own (its
@@ -163,6 +168,9 @@ static run_args parse(int argc, char **argv) {
         r.own[i] = arg_choice(&a, k->option, NULL, k->choices);
     }
     r.fp16 = arg_choice(&a, "fp16", "bits", FP16);
+    if (!strcmp(r.fp16, "zvfh") && !r.kernel->vector)
+        die_arg("--fp16 zvfh: only for the vector kernels (%s has no vector code)",
+                r.kernel->name);
     args_finish(&a);
     return r;
 }
@@ -246,13 +254,20 @@ int main(int argc, char **argv) {
 
     long block_info = 0; /* blocks per register (q8-packed), rows per tile (q8-split) */
 #if VLSCALE_VECTOR
+    const int zvfh = !strcmp(r.fp16, "zvfh");
     int8_t *xbuf = NULL;
+    float *xs = NULL; /* q8-packed with zvfh: the x scales in fp32 */
     q8_split_layout split = {0};
+    q8_split16_layout split16 = {0};
     if (id == Q8_PACKED) {
         block_info = (long)q8_packed_blocks_per_reg();
         xbuf = xaligned(C);
+        xs = xaligned(nb * sizeof(float));
+    } else if (id == Q8_SPLIT && zvfh) {
+        q8_split16_convert(&p, &split16); /* layout conversion: set-up, outside the ROI */
+        block_info = (long)split16.tile;
     } else if (id == Q8_SPLIT) {
-        q8_split_convert(&p, &split); /* layout conversion: set-up, outside the ROI */
+        q8_split_convert(&p, &split);
         block_info = (long)split.tile;
     }
 #endif
@@ -261,9 +276,18 @@ int main(int argc, char **argv) {
     switch (id) {
     case Q8_SCALAR: q8_scalar(&p, y); break;
 #if VLSCALE_VECTOR
-    case Q8_GGML: q8_ggml(&p, y); break;
-    case Q8_PACKED: q8_packed(&p, y, !strcmp(r.own[Q8_PACKED], "once"), xbuf); break;
-    case Q8_SPLIT: q8_split(&split, xq, f16tab, !strcmp(r.own[Q8_SPLIT], "sext"), y); break;
+    case Q8_GGML:
+        if (zvfh) q8_ggml_zvfh(&p, y);
+        else q8_ggml(&p, y);
+        break;
+    case Q8_PACKED:
+        if (zvfh) q8_packed_zvfh(&p, y, !strcmp(r.own[Q8_PACKED], "once"), xbuf, xs);
+        else q8_packed(&p, y, !strcmp(r.own[Q8_PACKED], "once"), xbuf);
+        break;
+    case Q8_SPLIT:
+        if (zvfh) q8_split_zvfh(&split16, xq, !strcmp(r.own[Q8_SPLIT], "sext"), y);
+        else q8_split(&split, xq, f16tab, !strcmp(r.own[Q8_SPLIT], "sext"), y);
+        break;
 #endif
     default: break;
     }
@@ -276,7 +300,9 @@ int main(int argc, char **argv) {
 
 #if VLSCALE_VECTOR
     q8_split_free(&split);
+    q8_split16_free(&split16);
     free(xbuf);
+    free(xs);
 #endif
     free(f16tab);
     free(x);
