@@ -27,6 +27,9 @@ PAPER_PREFILL_VS_VEC = {"tinyllama-1.1b": "4.1x (3.67/0.89)"}
 PAPER_DECODE_VS_SCALAR = {"tinyllama-1.1b": "7.6x", "*": "8-11x"}
 PAPER_DECODE_VS_VEC = {"tinyllama-1.1b": "3.8x (0.000300/0.000077)"}
 PAPER_FIXED_SCALING = {"qwen2.5-3b": "2.5x", "pythia-410m": "peaks at 4096 (3x)", "*": "3x"}
+#: FA-V over ggml-scalar at 8192 bit, constant latency: the paper's 512-bit factor times its
+#: 512 -> 8192 bit gain (issue 13)
+PAPER_SCALAR_8192 = {"tinyllama-1.1b": "~72x (24x x 3)", "qwen2.5-3b": "~105x (42x x 2.5)"}
 PAPER_LANES_4096 = {8: "degrades beyond 1024", 16: "gains up to 4096",
                     32: "gains up to 4096", 64: "2-2.5x"}
 PAPER_Q8 = "packing 28% + reduction 32% (= 60%), MAC 40%"
@@ -165,6 +168,17 @@ def _prefill_scaling(a: pd.DataFrame, model: str, n: Any) -> list[dict[str, Any]
     out = [_row("prefill: FA-V 512 -> 8192 bit, constant latency", model,
                 PAPER_FIXED_SCALING.get(model, PAPER_FIXED_SCALING["*"]),
                 _ratio(c512, c8k), f"paper-fixed, N = {int(n)}")]
+    sca = a[(a["phase"] == "prefill") & (a["n"] == n) & (a["kernel"] == "ggml-scalar")
+            & _scalar_of(a, "paper-fixed")]
+    out.append(_row("prefill: FA-V vs ggml-scalar, 8192 bit, constant latency", model,
+                    PAPER_SCALAR_8192.get(model, "-"), _ratio(_cycles(sca), c8k),
+                    f"paper-fixed, N = {int(n)}"))
+    lanes_pre = pre[pre["timing_model"] == "lanes"]
+    if "peak_share" in lanes_pre.columns:
+        share = _pick(lanes_pre, vlen=4096, lanes=64)["peak_share"].dropna()
+        out.append(_row("prefill: FA-V share of lane peak, 4096 bit x 64 lanes", model, "-",
+                        100.0 * float(share.iloc[0]) if len(share) == 1 else math.nan,
+                        f"our lanes model, N = {int(n)}, percent"))
     for tm, uarch_note in (("vl-scaled", "paper's VL-scaled model"),
                            ("lanes", "our lanes model")):
         m = pre[pre["timing_model"] == tm]
@@ -238,6 +252,18 @@ TARGETS = (
     ("decode: FA-V vs ggml-vec", "paper-fixed, 512 bit", "tinyllama-1.1b", ">=", 4.5),
     ("prefill: FA-V 512 -> 4096 bit, 64 lanes", "our lanes model", None, ">=", 2.5),
     ("Q8_0 q8-split: packing + reduction of ROI cycles", "", None, "<=", 10.0),
+    # issue 13 (FA-V that fills long vectors), edge sizes
+    *(("prefill: FA-V 512 -> 8192 bit, constant latency", "paper-fixed", m, ">=", t)
+      for m, t in (("tinyllama-1.1b", 3.0), ("llama-3.2-1b", 3.0), ("pythia-410m", 3.0),
+                   ("qwen2.5-3b", 2.5))),
+    *(("prefill: FA-V vs ggml-scalar, 8192 bit, constant latency", "paper-fixed", m, ">=", t)
+      for m, t in (("tinyllama-1.1b", 70.0), ("llama-3.2-1b", 70.0), ("qwen2.5-3b", 100.0),
+                   ("pythia-410m", 40.0))),
+    ("prefill: FA-V share of lane peak, 4096 bit x 64 lanes", "our lanes model",
+     "tinyllama-1.1b", ">=", 10.0),
+    ("decode: FA-V vs ggml-scalar", "paper-fixed, 512 bit", None, ">=", 8.0),
+    *(("decode: FA-V 512 -> 4096 bit, constant latency", "paper-fixed", m, ">=", 1.5)
+      for m in ("tinyllama-1.1b", "qwen2.5-3b")),
 )
 
 
