@@ -221,8 +221,9 @@ def _q8_shares(df: pd.DataFrame) -> list[dict[str, Any]]:
             k = k[k["lanes"] == 16]
         for rec in k.to_dict("records"):
             paper = PAPER_Q8 if kernel == "q8-packed" else "open question in the paper"
-            where = (f"{rec.get('uarch')}, 2048 bit x {_int(rec.get('lanes'))} lanes, "
-                     f"{rec['method']}, percent")
+            lanes = _int(rec.get("lanes"))
+            width = "2048 bit" + (f" x {lanes} lanes" if isinstance(lanes, int) else "")
+            where = f"{rec.get('uarch')}, {width}, {rec['method']}, percent"
             for label, a, b in (("of ROI cycles", "packing", "reduction"),
                                 ("of vector work", "packing_of_vector",
                                  "reduction_of_vector")):

@@ -38,13 +38,13 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).with_name("golden_ids.json")
 ARCHIVES = sorted(p.parent for p in (REPO / "results").glob("reference*/runs.tar.gz"))
 SPECS = sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
-#: archives planned by the planner as it is: the others predate the fixed stack layout
-#: (reference) or the per-family attention binaries (reference-block-c, reference-layout),
-#: so only their recorded run.json files are checked against their ids
-REPLANNABLE = {"reference-regimes"}
+#: archives planned by the planner as it is: the others predate the per-family attention
+#: binaries (reference-block-c, reference-layout), so only their recorded run.json files
+#: are checked against their ids
+REPLANNABLE = {"reference-regimes", "reference"}
 #: archives of a sweep still running across sessions (their README says which runs are in):
 #: every kept run is a point of the plan, not every point has its run yet
-PARTIAL = {"reference-layer", "reference-headline"}
+PARTIAL = {"reference-layer", "reference-headline", "reference"}
 
 
 class FixedHashes(HashCache):
