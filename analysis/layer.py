@@ -34,14 +34,16 @@ LINEAR = ("qkv", "o_proj", "ffn_up_gate", "ffn_down")
 ALIASES = {"ffn_up_gate": ("ffn_up",)}
 #: what llama.cpp runs on a CPU today: the baseline of `vs_llama_cpp`
 LLAMA_CPP = {"kernel": "layer", "attn": "ggml-vec", "linear": "q8-ggml"}
-KEYS = ["model", "phase", "n", "l", "uarch", "lanes", "vlen", "kernel", "attn", "linear",
-        "k_cache"]
+KEYS = ["model", "phase", "n", "l", "precision", "uarch", "lanes", "vlen", "kernel", "attn",
+        "linear", "k_cache"]
 def layer_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Usable layer runs that have every sublayer's cycles."""
     u = runs_once(usable(df))
     if u.empty or "kernel" not in u.columns:
         return u.iloc[0:0]
     u = u[u["kernel"].isin(LAYER_KERNELS)].copy()
+    # runs made before layer-fp16 existed record no precision: they are fp32
+    u["precision"] = u["precision"].fillna("fp32") if "precision" in u.columns else "fp32"
     for slot, names in ALIASES.items():
         own = f"sub_{slot}_cycles"
         for col in (f"sub_{n}_cycles" for n in names if f"sub_{n}_cycles" in u.columns):

@@ -349,21 +349,26 @@ LAYER_STACK = {"attention": "#0072B2", "qkv": "#E69F00", "o_proj": "#F0E442",
 
 
 def layer_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """A decoder layer's cycles per sublayer, stacked: a panel per model and phase, a group
-    of bars per VLEN, a bar per variant (attention kernel / linear layout; layer-scalar
-    once, left). Norms, RoPE and the SwiGLU product are `other`."""
+    """A decoder layer's cycles per sublayer, stacked: a panel per model, phase and uarch, a
+    group of bars per VLEN (and lane count, where the uarch's timing depends on lanes), a
+    bar per variant (attention kernel / linear layout, "K^T" for fa-v's kept transposed K
+    cache; layer-scalar once, left). Norms, RoPE and the SwiGLU product are `other`."""
     t = sublayer_table(df)
     _need(t, ["model", "phase", "kernel"], "layer breakdown")
     t = t.copy()
     t["other"] = t["attn_norm"] + t["rope"] + t["ffn_norm"] + t["ffn_act"]
-    t["variant"] = [("scalar" if k == "layer-scalar" else f"{a} / {li}")
-                    for k, a, li in zip(t["kernel"], t.get("attn", ""), t.get("linear", ""),
-                                        strict=True)]
-    panels = sorted({(m, ph) for m, ph in zip(t["model"], t["phase"], strict=True)})
+    kc = t["k_cache"] if "k_cache" in t.columns else pd.Series("", index=t.index)
+    t["variant"] = [("scalar" if k == "layer-scalar" else
+                     f"{a} / {li}" + (" / K^T" if c == "transposed" else ""))
+                    for k, a, li, c in zip(t["kernel"], t.get("attn", ""), t.get("linear", ""),
+                                           kc, strict=True)]
+    t["_uarch"] = t["uarch"] if "uarch" in t.columns else ""
+    panels = sorted({(m, ph, u) for m, ph, u in zip(t["model"], t["phase"], t["_uarch"],
+                                                     strict=True)}, key=str)
     with plt.rc_context(STYLE):
         fig, axs = plt.subplots(len(panels), 1, figsize=(9, 3.2 * len(panels)), squeeze=False)
-        for ax, (model, phase) in zip(axs[:, 0], panels, strict=True):
-            tp = t[(t["model"] == model) & (t["phase"] == phase)]
+        for ax, (model, phase, uarch) in zip(axs[:, 0], panels, strict=True):
+            tp = t[(t["model"] == model) & (t["phase"] == phase) & (t["_uarch"] == uarch)]
             bars = _layer_bars(tp)
             x = np.array([b[0] for b in bars])
             bottom = np.zeros(len(bars))
@@ -376,28 +381,35 @@ def layer_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                                fontsize=6)
             ax.set_xlim(-0.8, max(x.max(), 6.0) + 0.8)
             ax.set_ylabel("Mcycles per layer")
-            ax.set_title(f"{model}, {phase}")
+            ax.set_title(", ".join(str(v) for v in (model, phase, uarch) if v))
         axs[0][0].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
         return _save(fig, out_dir, "layer_breakdown")
 
 
 #: bar order within a VLEN: llama.cpp's choice first, then attention alone, then the layouts
 LAYER_VARIANTS = ("ggml-vec / q8-ggml", "fa-v / q8-ggml", "fa-v / q8-packed",
-                  "fa-v / q8-split")
+                  "fa-v / q8-split", "fa-v / q8-split / K^T")
 
 
 def _layer_bars(tp: pd.DataFrame) -> list[tuple[float, str, Any]]:
-    """(x, label, row) per bar: the scalar run first, then per VLEN each variant in
-    LAYER_VARIANTS order, a gap between VLENs."""
+    """(x, label, row) per bar: the scalar run first, then per VLEN (and lane count, when
+    the panel has several) each variant in LAYER_VARIANTS order, a gap between groups."""
     out = [(0.0, "scalar", r) for _, r in tp[tp["variant"] == "scalar"].iterrows()][:1]
     x = 1.5 if out else 0.0
     vec = tp[tp["variant"] != "scalar"]
     rank = {v: i for i, v in enumerate(LAYER_VARIANTS)}
-    for vlen in sorted(pd.unique(vec["vlen"])) if "vlen" in vec.columns else []:
-        g = vec[vec["vlen"] == vlen]
+    if "vlen" not in vec.columns:
+        return out
+    lanes = vec["lanes"] if "lanes" in vec.columns else pd.Series(math.nan, index=vec.index)
+    by_lanes = lanes.nunique() > 1
+    groups = sorted({(int(v), int(la) if by_lanes else 0)
+                     for v, la in zip(vec["vlen"], lanes, strict=True)})
+    for vlen, la in groups:
+        g = vec[(vec["vlen"] == vlen) & ((lanes == la) if by_lanes else True)]
+        where = f"{vlen} bit x {la} lanes" if by_lanes else f"{vlen} bit"
         for _, r in sorted(g.iterrows(), key=lambda ir: (rank.get(ir[1]["variant"], 99),
                                                          ir[1]["variant"])):
-            out.append((x, f"{int(vlen)} bit: {r['variant']}", r))
+            out.append((x, f"{where}: {r['variant']}", r))
             x += 1.0
         x += 0.5
     return out

@@ -86,7 +86,7 @@ def _binary_hashes(spec: Spec, hashes: HashCache, require: bool, warnings: list[
     for name, prec in itertools.product(spec.axes.kernel, spec.axes.precision):
         k = registry.kernel(name)
         try:
-            b = k.binary_for(prec if k.family is registry.ATTENTION else "fp32")
+            b = k.binary_for(prec if "precision" in k.family.axes else "fp32")
         except KeyError:
             continue  # no such binary: a point that asks for it is refused in run_of
         if b not in out:

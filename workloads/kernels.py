@@ -67,7 +67,8 @@ TUNABLES: dict[str, Tunable] = {t.axis: t for t in (
     Tunable("transpose", "--transpose", str, ("auto", "tile", "strided"),
             "fa-v: K^T, Q^T and O^T copies by tiles in registers or strided accesses"),
     Tunable("attn", "--attn", str, ("ggml-vec", "fa-v", "ggml-scalar"),
-            "layer: the attention kernel (fp32; default ggml-vec, as llama.cpp)"),
+            "layer: the attention kernel (default ggml-vec, as llama.cpp; fp16 with "
+            "precision fp16)"),
     Tunable("linear", "--linear", str, ("q8-ggml", "q8-packed", "q8-split", "q8-scalar"),
             "layer: the Q8_0 kernel and weight layout of the linear layers (default q8-ggml)"),
     Tunable("k_cache", "--k-cache", str, ("ggml", "transposed"),
@@ -140,14 +141,17 @@ Q8 = Family("q8", ("proj", "max_rows"), _q8_args, lambda _phase: {"proj", "max_r
 
 def _layer_args(axes: Mapping[str, Any]) -> list[str]:
     size = ["--n", str(axes["n"])] if axes["phase"] == "prefill" else ["--l", str(axes["l"])]
-    return ["--phase", axes["phase"], *size]
+    # fp32 is the layer binaries' only precision and they take no --precision: an fp32
+    # run's command line (and id) is the one it had before layer-fp16 existed
+    prec = ["--precision", "fp16"] if axes.get("precision") == "fp16" else []
+    return ["--phase", axes["phase"], *size, *prec]
 
 
-#: one decoder layer (src/layer): fp32 attention only, so no precision axis; a q8 point's
-#: axes (proj, max_rows) mean nothing to it
-LAYER = Family("layer", ("phase", "n", "l"), _layer_args,
-               lambda phase: {"phase", "n" if phase == "prefill" else "l"},
-               by_hand="layer", drops=("precision", "proj", "max_rows"),
+#: one decoder layer (src/layer): fp32, or an F16 KV cache and fp16 attention in the
+#: layer-fp16 binary; a q8 point's axes (proj, max_rows) mean nothing to it
+LAYER = Family("layer", ("phase", "precision", "n", "l"), _layer_args,
+               lambda phase: {"phase", "precision", "n" if phase == "prefill" else "l"},
+               by_hand="layer", drops=("proj", "max_rows"),
                ranges=(Range("n", "--n", 1, 1 << 16), Range("l", "--l", 1, 1 << 20),
                        Range("seed", "--seed", 0, 2**31 - 1)))
 FAMILIES: dict[str, Family] = {f.name: f for f in (ATTENTION, Q8, LAYER)}
@@ -163,7 +167,7 @@ class Kernel:
     baseline: bool = False  # the tables give every kernel of its family a speedup over it
     headline: bool = False  # the kernel the figures follow
     doc: str = field(default="", compare=False)
-    #: its fp16 kernel's binary (attention-<family>-fp16: fp16 code never changes an fp32
+    #: its fp16 binary (attention-<family>-fp16, layer-fp16: fp16 code never changes an fp32
     #: binary, so never an fp32 run's id); None: no fp16 kernel yet
     fp16_binary: str | None = None
     #: ggml's own kernel (ggml's library, workloads/ggml/README.md): the path it asks ggml
@@ -304,6 +308,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     # one decoder layer: the q8 kernels for the linear layers, an attention kernel
     Kernel("layer", LAYER, "layer", vector=True, tunables=("attn", "linear", "k_cache"),
            doc="one decoder layer, nine sublayers (one ROI each): --linear, --attn",
+           fp16_binary="layer-fp16",
            limits=_layer_limits),
     Kernel("layer-scalar", LAYER, "layer-scalar", vector=False,
            doc="one decoder layer without vector code (q8-scalar, ggml-scalar)"),

@@ -21,7 +21,8 @@ VB_SRC     := $(wildcard $(WL_DIR)/src/vbench/*.c)
 WL_BINS := $(WL_BUILD)/attention $(WL_BUILD)/attention-scalar $(WL_BUILD)/attention-fa-v \
            $(WL_BUILD)/attention-ggml-vec $(WL_BUILD)/attention-scalar-fp16 \
            $(WL_BUILD)/attention-ggml-vec-fp16 $(WL_BUILD)/attention-fa-v-fp16 \
-           $(WL_BUILD)/q8 $(WL_BUILD)/q8-scalar $(WL_BUILD)/layer $(WL_BUILD)/layer-scalar
+           $(WL_BUILD)/q8 $(WL_BUILD)/q8-scalar $(WL_BUILD)/layer $(WL_BUILD)/layer-scalar \
+           $(WL_BUILD)/layer-fp16
 ifneq ($(VB_SRC),)
 WL_BINS += $(WL_BUILD)/vbench
 endif
@@ -102,6 +103,12 @@ LAYER_Q8   := $(WL_DIR)/src/q8/q8_kernels.c $(WL_DIR)/src/q8/q8_data.c
 
 $(WL_BUILD)/layer: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL) $(ATTN_GVEC) $(ATTN_FAV) $(WL_DIR)/src/attention/lmul.c $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_V) -DVLSCALE_VECTOR=1 -DFAV_KCACHE=1 $(filter %.c,$^) -o $@ -lm
+
+# The layer with an F16 KV cache and the fp16 attention kernels (Zvfh): a binary of its own,
+# so the fp32 layer binaries (and their runs' ids) do not change with it.
+$(WL_BUILD)/layer-fp16: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL16) $(ATTN_GVEC16) $(ATTN_FAV16) $(WL_DIR)/src/attention/lmul.c $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_VH) -DVLSCALE_VECTOR=1 -DFAV_KCACHE=1 -DLAYER_FP16=1 \
+	  $(filter %.c,$^) -o $@ -lm
 
 $(WL_BUILD)/layer-scalar: $(LAYER_SRC) $(LAYER_Q8) $(ATTN_GSCAL) $(LAYER_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	$(CC_RV) $(RV_COMMON) $(RV_NOAUTO) $(MARCH_S) -DVLSCALE_VECTOR=0 $(filter %.c,$^) -o $@ -lm

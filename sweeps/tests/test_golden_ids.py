@@ -81,7 +81,8 @@ def shipped(name: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     binaries = ("attention", "attention-fa-v", "attention-ggml-vec", "attention-scalar", "q8",
                 "q8-scalar", "gem5.opt", "attention-ggml-lib", "attention-ggml-lib-scalar",
                 "q8-ggml-lib", "q8-ggml-lib-scalar", "layer", "layer-scalar",
-                "attention-fa-v-fp16", "attention-ggml-vec-fp16", "attention-scalar-fp16")
+                "attention-fa-v-fp16", "attention-ggml-vec-fp16", "attention-scalar-fp16",
+                "layer-fp16")
     lines = planned_ids(name, {b: stand_in(b) for b in binaries}, stand_in("patches"),
                         monkeypatch)
     ids = sorted({line.rsplit(" ", 1)[1] for line in lines})

@@ -48,8 +48,11 @@ NOT_AXES = {
 
 #: a small problem of each family, as the planner's axes (and the other phase's)
 PROBLEM = {"attention": {"phase": "prefill", "n": 9, "precision": "fp32"},
-           "q8": {"proj": "k", "max_rows": 4}, "layer": {"phase": "decode", "l": 9}}
-OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {}, "layer": {"phase": "prefill", "n": 2}}
+           "q8": {"proj": "k", "max_rows": 4},
+           "layer": {"phase": "decode", "l": 9, "precision": "fp32"}}
+#: (the layer's other one in fp16, whose binary takes --precision)
+OTHER = {"attention": {"phase": "decode", "l": 9}, "q8": {},
+         "layer": {"phase": "prefill", "n": 2, "precision": "fp16"}}
 #: the families with a workload on ggml's own kernels
 GGML_FAMILIES = [f for f in FAMILIES.values() if f.name in GGML_SOURCES]
 

@@ -15,8 +15,25 @@
 
 /* --linear: which q8 kernel runs the linear layers (their names in the q8 workload) */
 enum { LIN_SCALAR, LIN_GGML, LIN_PACKED, LIN_SPLIT, N_LIN };
-/* --attn: which attention kernel (fp32) */
+/* --attn: which attention kernel (fp32; in the layer-fp16 binary their fp16 versions) */
 enum { ATT_GGML_SCALAR, ATT_GGML_VEC, ATT_FA_V, N_ATT };
+
+/* An element of the KV cache. The layer-fp16 binary (-DLAYER_FP16=1, Zvfh) keeps an F16
+ * cache, llama.cpp's default, and runs the fp16 attention kernels over it. */
+#if LAYER_FP16
+typedef attn_f16 kv_elem;
+/* fp16 attention's check: the attention workload's fp16 bound (attention/main.c, ATOL_F16,
+ * RTOL_F16), whose absolute part was measured with |V| <= 1; the layer's new V rows are
+ * projections, larger than 1, and the fp16 accumulator's error scales with them, so the
+ * absolute part is scaled by the cache's largest |V| (layer_ref.c) */
+#define ATTN_F16_ATOL 2e-3
+#define ATTN_F16_RTOL 1e-3
+#define ATTN_F16_BOUND "|o - ref| <= 2e-3 max(1, max |V|) + 1e-3 |ref|"
+#define KV_AS_F32(p) ((const float *)NULL) /* the fp32 kernels' view: none */
+#else
+typedef float kv_elem;
+#define KV_AS_F32(p) (p)
+#endif
 
 /* The sublayers, in the order they run; each is one region of interest (one gem5 stats
  * dump with --roi m5). A GPT-NeoX block has no gate: its SUB_FFN_UP_GATE is the up
@@ -66,7 +83,7 @@ struct layer {
     float *x, *xn, *q, *k, *v, *qr, *ao, *ov, *h, *hn, *g, *u, *act, *dn, *out;
     float *qkv;                      /* GPT-NeoX: [ntok][qd + 2 kvd]; q, k, v point into it */
     size_t q_ld, kv_ld;              /* row strides of q and of k, v */
-    float *kc, *vc;                  /* the KV cache, [n_kv][kvd] */
+    kv_elem *kc, *vc;                /* the KV cache, [n_kv][kvd] */
     float *rope_cache;               /* [n_rot]: cos, sin of one position */
     block_q8 *xq_attn, *xq_o, *xq_ffn, *xq_act; /* the Q8_0 activations of the linears */
     /* attention */
@@ -74,6 +91,11 @@ struct layer {
     attn_tunables at;
 #if VLSCALE_VECTOR
     fav_ctx fav;
+#endif
+#if LAYER_FP16
+    attn_problem_f16 apf; /* the fp16 kernels' view: the F16 cache, O in fp16 */
+    fav16_ctx fav16;
+    float *kr;            /* rope: one token's rotated k in fp32, before the cache's cpy */
 #endif
 };
 

@@ -16,6 +16,9 @@
 #include <riscv_vector.h>
 #endif
 #include "layer/layer.h"
+#if LAYER_FP16
+#include "common/f16.h"
+#endif
 
 /* The kernels of this workload (workloads/kernels.py, family layer): the vector build
  * (binary `layer`) and the scalar one (`layer-scalar`, rv64gc: q8-scalar and ggml-scalar
@@ -29,6 +32,11 @@ static const char *const KERNELS[] = {"layer", "layer-scalar", NULL};
 #define THIS_KERNEL "layer-scalar"
 #define DEFAULT_LINEAR "q8-scalar"
 #define DEFAULT_ATTN "ggml-scalar"
+#endif
+#if LAYER_FP16
+/* The layer-fp16 binary is the vector build with an F16 KV cache and the fp16 attention
+ * kernels; the fp32 binaries take no --precision at all. */
+#define THIS_BINARY "layer-fp16"
 #endif
 /* in enum order (layer.h); the vector ones need the vector build */
 static const char *const LINEARS[] = {"q8-scalar", "q8-ggml", "q8-packed", "q8-split", NULL};
@@ -119,6 +127,11 @@ static run_args parse(int argc, char **argv) {
         die_arg("--linear: '%s' needs the vector build (layer); this is layer-scalar", r.linear);
     if (strcmp(r.attn, "ggml-scalar") != 0)
         die_arg("--attn: '%s' needs the vector build (layer); this is layer-scalar", r.attn);
+#endif
+#if LAYER_FP16
+    static const char *const precisions[] = {"fp32", "fp16", NULL};
+    if (strcmp(arg_choice(&a, "precision", "fp16", precisions), "fp16") != 0)
+        die_arg("--precision: fp32 is the layer binary; this is %s (fp16 only)", THIS_BINARY);
 #endif
     r.seed = arg_long(&a, "seed", 1, 0, 0x7fffffffL);
     r.roi = parse_roi(&a);
@@ -345,9 +358,18 @@ static void setup_inputs(layer_t *s, const run_args *r) {
     if (s->neox) make_neox_weights(s, &rng);
     else make_llama_weights(s, &rng);
     /* the KV cache: earlier positions (decode) hold values in [-1, 1] */
-    s->kc = xaligned((size_t)s->n_kv * s->kvd * sizeof(float));
-    s->vc = xaligned((size_t)s->n_kv * s->kvd * sizeof(float));
+    s->kc = xaligned((size_t)s->n_kv * s->kvd * sizeof(kv_elem));
+    s->vc = xaligned((size_t)s->n_kv * s->kvd * sizeof(kv_elem));
+#if LAYER_FP16 /* the fp32 binary's values rounded to fp16 (round to nearest even) */
+    const size_t cached = (size_t)s->pos0 * s->kvd;
+    float *k32 = xaligned((cached ? cached : 1) * sizeof(float));
+    float *v32 = xaligned((cached ? cached : 1) * sizeof(float));
+    uniform_pairs(&rng, k32, v32, cached, -1.0f, 1.0f);
+    for (size_t i = 0; i < cached; i++) s->kc[i] = f32_to_f16(k32[i]), s->vc[i] = f32_to_f16(v32[i]);
+    free(k32), free(v32);
+#else
     uniform_pairs(&rng, s->kc, s->vc, (size_t)s->pos0 * s->kvd, -1.0f, 1.0f);
+#endif
 
     /* ggml's CPU backend decodes fp16 scales from a table it fills at init */
     float *tab = xaligned(65536 * sizeof(float));
@@ -414,15 +436,29 @@ static void setup_attention(layer_t *s) {
     s->ap = (attn_problem){.heads = s->heads, .kv_heads = s->kvh, .head_dim = s->D,
                            .n_q = (int)N, .n_kv = s->n_kv, .causal = !s->decode,
                            .scale = 1.0f / sqrtf((float)s->D),
-                           .q = s->qr, .k = s->kc, .v = s->vc, .o = s->ao};
+                           .q = s->qr, .k = KV_AS_F32(s->kc), .v = KV_AS_F32(s->vc),
+                           .o = s->ao};
     s->at = (attn_tunables){.block_r = 64, .block_c = fav_block_c(s->kvh, s->D, s->decode),
                             .block_c_auto = 1, .unroll = 4, .r = 4, .lmul = 0,
                             .regime = FAV_AUTO, .strip = 0, .transpose = FAV_TRANSPOSE_AUTO};
 #if VLSCALE_VECTOR
     if (s->k_transposed) /* fa-v reads the kept pages in its blocked regime only */
         s->at.k_cache = FAV_KC_TRANSPOSED, s->at.regime = FAV_BLOCKED;
+#if LAYER_FP16 /* the F16 cache, O in fp16, ggml's one-row scratch (its wdata) */
+    const size_t D = (size_t)s->D;
+    s->kr = xaligned(s->kvd * sizeof(float));
+    s->apf = (attn_problem_f16){.p = &s->ap, .k = s->kc, .v = s->vc,
+                                .o = xaligned(N * s->qd * sizeof(attn_f16)),
+                                .q_row = xaligned(D * sizeof(attn_f16)),
+                                .acc16 = xaligned(D * sizeof(attn_f16)),
+                                .acc32 = xaligned(D * sizeof(float)), .f16_table = s->f16tab};
+    if (s->attn == ATT_GGML_VEC) s->at.lmul = 1; /* ggml's fp16 dot: e16 m1 */
+    if (s->attn == ATT_FA_V && fav16_prepare(&s->fav16, &s->apf, &s->at) != 0)
+        die_arg("out of memory");
+#else
     if (s->attn == ATT_GGML_VEC) s->at.lmul = attn_auto_lmul(s->D);
     if (s->attn == ATT_FA_V && fav_prepare(&s->fav, &s->ap, &s->at) != 0) die_arg("out of memory");
+#endif
 #endif
 }
 
@@ -434,7 +470,10 @@ static void setup(layer_t *s, const run_args *r) {
 }
 
 static void release(layer_t *s) {
-#if VLSCALE_VECTOR
+#if LAYER_FP16
+    if (s->attn == ATT_FA_V) fav16_release(&s->fav16);
+    free(s->apf.o), free(s->apf.q_row), free(s->apf.acc16), free(s->apf.acc32), free(s->kr);
+#elif VLSCALE_VECTOR
     if (s->attn == ATT_FA_V) fav_release(&s->fav);
 #endif
     linear_t *all[7];
@@ -442,7 +481,8 @@ static void release(layer_t *s) {
     for (int i = 0; i < n; i++) free_linear(all[i]);
     if (s->neox) s->q = s->k = s->v = NULL; /* views of qkv */
     float *f[] = {s->x, s->xn, s->q, s->k, s->v, s->qkv, s->qr, s->ao, s->ov, s->h, s->hn,
-                  s->g, s->u, s->act, s->dn, s->out, s->kc, s->vc, s->rope_cache, s->rope_ff,
+                  s->g, s->u, s->act, s->dn, s->out, (float *)s->kc, (float *)s->vc,
+                  s->rope_cache, s->rope_ff,
                   s->w_attn_norm, s->w_ffn_norm, s->b_attn_norm, s->b_ffn_norm,
                   (float *)s->f16tab};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
@@ -452,7 +492,13 @@ static void release(layer_t *s) {
 
 /* what the attention kernel ran (fa-v decides before the regions of interest) */
 static const char *attn_regime(const layer_t *s) {
-#if VLSCALE_VECTOR
+#if LAYER_FP16
+    if (s->attn == ATT_FA_V) {
+        const int regime = s->fav16.t.regime;
+        return regime == FAV_HEADS ? "heads" : regime == FAV_ROWS ? "rows"
+               : regime == FAV_DOT ? "dot" : "blocked";
+    }
+#elif VLSCALE_VECTOR
     if (s->attn == ATT_FA_V)
         return s->fav.heads ? "heads" : s->fav.rows ? "rows" : s->fav.dot ? "dot"
                : s->fav.packed ? "packed" : "blocked";
@@ -488,6 +534,10 @@ static void report(const run_args *r, const layer_t *s, const err_stats *e,
     json_str("linear", r->linear);
     json_str("attn", r->attn);
     json_str("k_cache", r->k_transposed ? "transposed" : "ggml");
+#if LAYER_FP16
+    json_str("precision", "fp16");
+    json_str("attention_bound", ATTN_F16_BOUND);
+#endif
     json_int("seed", r->seed);
     json_str("roi", r->roi == ROI_M5 ? "m5" : "none");
     json_int("vlen", (long)vlen_bits());
@@ -499,7 +549,9 @@ static void report(const run_args *r, const layer_t *s, const err_stats *e,
     json_int("row_block", s->ntok == 1 ? 0 : (long)layer_row_block(s, &s->wo));
     json_str("attn_regime", attn_regime(s));
     json_int("attn_lmul", s->attn == ATT_GGML_SCALAR ? 0
-#if VLSCALE_VECTOR
+#if LAYER_FP16
+                          : s->attn == ATT_FA_V ? s->fav16.t.lmul
+#elif VLSCALE_VECTOR
                           : s->attn == ATT_FA_V ? s->fav.t.lmul
 #endif
                           : s->at.lmul);
@@ -548,6 +600,9 @@ int main(int argc, char **argv) {
 
     TOL[SUB_ROPE] += ROPE_TOL_PER_POS * (double)(s.pos0 + (int)s.ntok - 1);
     if (s.neox) TOL[SUB_FFN_ACT] = GELU_TOL;
+#if LAYER_FP16 /* attention's error in units of its fp16 bound (layer_ref.c) */
+    TOL[SUB_ATTENTION] = 1.0;
+#endif
     err_stats e;
     double stage_err[N_SUB];
     const int ok = layer_check(&s, r.perturb, &e, stage_err, TOL);

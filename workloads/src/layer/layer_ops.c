@@ -12,6 +12,9 @@
 
 #include "common/f16.h"
 #include "layer/layer.h"
+#if LAYER_FP16
+#include <riscv_vector.h>
+#endif
 
 static const char *const SUBLAYER_NAMES[N_SUB] = {
     [SUB_ATTN_NORM] = "attn_norm", [SUB_QKV] = "qkv", [SUB_ROPE] = "rope",
@@ -184,18 +187,65 @@ static void rope_heads(const layer_t *s, const float *src, float *dst, int nh) {
     }
 }
 
+#if LAYER_FP16
+/* fp32 -> fp16, as ggml's cpy into an F16 cache converts a row (ggml_cpu_fp32_to_fp16 with
+ * Zvfh: e32 m2 loads narrowed to e16 m1, round to nearest even) */
+static void row_to_f16(const float *x, attn_f16 *y, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const size_t vl = __riscv_vsetvl_e32m2(n - i);
+        const vfloat16m1_t h = __riscv_vfncvt_f_f_w_f16m1(__riscv_vle32_v_f32m2(x + i, vl), vl);
+        __riscv_vse16_v_f16m1((_Float16 *)(y + i), h, vl);
+        i += vl;
+    }
+}
+
+/* fp16 -> fp32 (exact): e16 m1 loads widened to e32 m2 */
+static void row_to_f32(const attn_f16 *x, float *y, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const size_t vl = __riscv_vsetvl_e16m1(n - i);
+        const vfloat16m1_t h = __riscv_vle16_v_f16m1((const _Float16 *)(x + i), vl);
+        __riscv_vse32_v_f32m2(y + i, __riscv_vfwcvt_f_f_v_f32m2(h, vl), vl);
+        i += vl;
+    }
+}
+#endif
+
 /* RoPE on q and k, and the new k and v stored in the KV cache (llama.cpp's cpy into the
- * cache; our cache is fp32) */
+ * cache; fp32 here, fp16 in the layer-fp16 binary) */
 void sub_rope(layer_t *s) {
     for (size_t t = 0; t < s->ntok; t++) {
         const int pos = s->pos0 + (int)t;
         rope_angles(s, pos);
         rope_heads(s, s->q + t * s->q_ld, s->qr + t * s->qd, s->heads);
+#if LAYER_FP16 /* rope's fp32 k, then the cpy of k and v into the F16 cache */
+        rope_heads(s, s->k + t * s->kv_ld, s->kr, s->kvh);
+        row_to_f16(s->kr, s->kc + (size_t)pos * s->kvd, s->kvd);
+        row_to_f16(s->v + t * s->kv_ld, s->vc + (size_t)pos * s->kvd, s->kvd);
+#else
         rope_heads(s, s->k + t * s->kv_ld, s->kc + (size_t)pos * s->kvd, s->kvh);
         memcpy(s->vc + (size_t)pos * s->kvd, s->v + t * s->kv_ld, s->kvd * sizeof(float));
+#endif
     }
 }
 
+#if LAYER_FP16
+/* The fp16 kernels over the F16 cache. They write O in fp16 (the attention workload's
+ * output); ggml writes its flash attention's O in fp32, so the rounding to fp16 and this
+ * widening pass are ours, an extra pass over heads x D values per token. */
+void sub_attention(layer_t *s) {
+    switch (s->attn) {
+    case ATT_GGML_SCALAR: attn_ggml_scalar_f16(&s->apf); break;
+    case ATT_GGML_VEC: attn_ggml_vec_f16(&s->apf); break;
+    case ATT_FA_V: /* its query in fp16 first (the attention workload makes it before its
+                    * region of interest from a query that is already fp16; here q is new) */
+        row_to_f16(s->qr, s->fav16.q16, s->ntok * s->qd);
+        attn_fa_v_f16(&s->fav16);
+        break;
+    default: break;
+    }
+    row_to_f32(s->apf.o, s->ao, s->ntok * s->qd);
+}
+#else
 void sub_attention(layer_t *s) {
     switch (s->attn) {
     case ATT_GGML_SCALAR: attn_ggml_scalar(&s->ap); break;
@@ -206,6 +256,7 @@ void sub_attention(layer_t *s) {
     default: break;
     }
 }
+#endif
 
 static void add_rows(const float *a, const float *b, float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];

@@ -15,6 +15,15 @@
 #include <string.h>
 
 #include "layer/layer.h"
+#if LAYER_FP16
+#include "common/f16.h"
+/* the F16 cache's values and the query as the fp16 kernels read them: rounded to fp16 */
+#define KV_VAL(x) ((double)f16_to_f32(x))
+#define Q_VAL(x) ((double)f16_to_f32(f32_to_f16(x)))
+#else
+#define KV_VAL(x) ((double)(x))
+#define Q_VAL(x) ((double)(x))
+#endif
 
 /* y[t] = W xq[t] (+ bias) in double, from dequantised weights and activations */
 static void ref_linear(const layer_t *s, const linear_t *L, const block_q8 *xq, double *y) {
@@ -99,7 +108,8 @@ static void ref_rope(const layer_t *s, const double *src, double *dst, int nh, i
     }
 }
 
-/* softmax attention of the kernel's rotated queries over the kernel's cache */
+/* softmax attention of the kernel's rotated queries over the kernel's cache (fp16: as
+ * the fp16 kernels read them, the query rounded to fp16) */
 static void ref_attention(const layer_t *s, double *o) {
     const int D = s->D, G = s->heads / s->kvh;
     const size_t kvd = s->kvd;
@@ -111,9 +121,9 @@ static void ref_attention(const layer_t *s, double *o) {
             const size_t kh = (size_t)(h / G) * D;
             double mx = -INFINITY;
             for (int j = 0; j < end; j++) {
-                const float *kj = s->kc + (size_t)j * kvd + kh;
+                const kv_elem *kj = s->kc + (size_t)j * kvd + kh;
                 double d = 0.0;
-                for (int i = 0; i < D; i++) d += (double)q[i] * (double)kj[i];
+                for (int i = 0; i < D; i++) d += Q_VAL(q[i]) * KV_VAL(kj[i]);
                 sc[j] = d * (double)s->ap.scale;
                 if (sc[j] > mx) mx = sc[j];
             }
@@ -122,8 +132,8 @@ static void ref_attention(const layer_t *s, double *o) {
             double *out = o + t * s->qd + (size_t)h * D;
             for (int i = 0; i < D; i++) out[i] = 0.0;
             for (int j = 0; j < end; j++) {
-                const float *vj = s->vc + (size_t)j * kvd + kh;
-                for (int i = 0; i < D; i++) out[i] += sc[j] / sum * (double)vj[i];
+                const kv_elem *vj = s->vc + (size_t)j * kvd + kh;
+                for (int i = 0; i < D; i++) out[i] += sc[j] / sum * KV_VAL(vj[i]);
             }
         }
     }
@@ -143,6 +153,39 @@ static void compare(const float *got, const double *ref, size_t n, double tol, e
         if (!(r <= *stage_err)) *stage_err = r;
     }
 }
+
+#if LAYER_FP16
+/* New rows of the F16 cache against their reference: each element may also be off by its
+ * rounding to fp16 (at most 2^-11 of itself), so the allowance is tol x RMS + 2^-11 |ref|;
+ * the stage error is reported scaled to tol x (error / allowance), <= tol when it passes */
+static void compare_f16(const attn_f16 *got, const double *ref, size_t n, double tol,
+                        err_stats *e, double *stage_err) {
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += ref[i] * ref[i];
+    const double rms = fmax(sqrt(ss / (double)n), 1e-30);
+    for (size_t i = 0; i < n; i++) {
+        const double g = f16_to_f32(got[i]), d = fabs(g - ref[i]);
+        err_add(e, g, ref[i], tol * rms, 0x1p-11, rms);
+        const double r = isfinite(d) ? tol * d / (tol * rms + 0x1p-11 * fabs(ref[i])) : INFINITY;
+        if (!(r <= *stage_err)) *stage_err = r;
+    }
+}
+
+/* fp16 attention's output against its reference, within the attention workload's fp16
+ * bound; the stage error is in units of that bound (its tolerance is 1) */
+static void compare_attn_f16(const layer_t *s, const float *got, const double *ref, size_t n,
+                             err_stats *e, double *stage_err) {
+    double vmax = 1.0;
+    for (size_t i = 0; i < (size_t)s->n_kv * s->kvd; i++) vmax = fmax(vmax, fabs(KV_VAL(s->vc[i])));
+    const double atol = ATTN_F16_ATOL * vmax;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - ref[i]);
+        err_add(e, got[i], ref[i], atol, ATTN_F16_RTOL, 1e-3);
+        const double r = isfinite(d) ? d / (atol + ATTN_F16_RTOL * fabs(ref[i])) : INFINITY;
+        if (!(r <= *stage_err)) *stage_err = r;
+    }
+}
+#endif
 
 static double *dalloc(size_t n) { return xaligned(n * sizeof(double)); }
 
@@ -207,14 +250,23 @@ int layer_check(const layer_t *s, int perturb, err_stats *e, double stage_err[N_
     }
     const size_t at = (size_t)s->pos0 * kvd; /* the new rows of the cache */
     compare(s->qr, qr, N * qd, tol[SUB_ROPE], e, &stage_err[SUB_ROPE]);
+#if LAYER_FP16
+    compare_f16(s->kc + at, kr, N * kvd, tol[SUB_ROPE], e, &stage_err[SUB_ROPE]);
+    compare_f16(s->vc + at, vin, N * kvd, tol[SUB_ROPE], e, &stage_err[SUB_ROPE]);
+#else
     compare(s->kc + at, kr, N * kvd, tol[SUB_ROPE], e, &stage_err[SUB_ROPE]);
     compare(s->vc + at, vin, N * kvd, tol[SUB_ROPE], e, &stage_err[SUB_ROPE]);
+#endif
     free(qin), free(kin), free(vin), free(qr), free(kr);
 
     /* attention: the kernel's rotated q over the kernel's cache */
     double *ao = dalloc(N * qd);
     ref_attention(s, ao);
+#if LAYER_FP16
+    compare_attn_f16(s, s->ao, ao, N * qd, e, &stage_err[SUB_ATTENTION]);
+#else
     compare(s->ao, ao, N * qd, tol[SUB_ATTENTION], e, &stage_err[SUB_ATTENTION]);
+#endif
     free(ao);
 
     /* o_proj: x + Wo (quantised attention output); GPT-NeoX: Wo ao + bias alone (its
