@@ -217,3 +217,20 @@ def test_layer_in_gem5(gem5: dict, tmp_path, model: str) -> None:
     stats = next(tmp_path.rglob("stats.txt")).read_text()
     # nine sublayer dumps, then gem5's exit dump
     assert stats.count("Begin Simulation Statistics") == len(rec["sublayers"]) + 1 == 10
+
+
+@pytest.mark.parametrize("attn", ["ggml-vec", "fa-v"])
+def test_layer_fp16_in_gem5(gem5: dict, tmp_path, attn: str) -> None:
+    """The layer with an F16 KV cache (layer-fp16: Zvfh conversions into the cache, the fp16
+    attention kernels) completes in gem5 at 8192 bit with every sublayer's check passing."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.one", "paper-fixed", "8192", "none", "--results",
+         str(tmp_path), "--", "--kernel", "layer", "--model", "pythia-410m", "--phase",
+         "decode", "--l", "64", "--attn", attn, "--linear", "q8-split", "--precision", "fp16"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True and rec["vlen"] == 8192 and rec["precision"] == "fp16"
+    assert json.loads(next(tmp_path.rglob("run.json")).read_text())["workload"]["binary"] \
+        == "layer-fp16"
