@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from analysis import synth
@@ -155,3 +156,51 @@ def test_gptneox_up_projection_is_the_ffn_up_gate_slot(tmp_path: Path) -> None:
     summary = tables["layer_summary"].set_index("model")
     assert summary.loc[PYTHIA, "linear_pct"] == summary.loc[MODEL, "linear_pct"]
     assert summary.loc[PYTHIA, "model_layers"] == 24
+
+
+def test_precision_and_lanes_keep_their_own_baseline(tmp_path: Path) -> None:
+    """fp16 runs (layer-fp16) compare with fp16 llama.cpp, lanes-model runs with the same
+    uarch and lane count; a run recorded without a precision is fp32."""
+    _layer_run(tmp_path, "base", BASE)
+    _layer_run(tmp_path, "fav", FAV, attn="fa-v")
+    half = [c // 2 for c in BASE]
+    for rid, cycles, attn in (("base16", BASE, "ggml-vec"), ("fav16", half, "fa-v")):
+        axes = {**_axes("layer", attn, "q8-ggml", 512), "precision": "fp16"}
+        blocks = [synth.dump_lines(c, c // 2, seed=i) for i, c in enumerate(cycles)]
+        blocks.append(synth.dump_lines(sum(cycles) * 3, sum(cycles)))
+        write_run(tmp_path, rid, axes, stats=synth.stats_text(blocks),
+                  result={"pass": True, "workload": "layer", "sublayers": list(SUBLAYERS),
+                          "precision": "fp16"})
+    for lanes, scale in ((8, 4), (64, 1)):
+        for attn, cycles in (("ggml-vec", BASE), ("fa-v", FAV)):
+            axes = {**_axes("layer", attn, "q8-ggml", 4096), "uarch": "vitruvius-plus",
+                    "lanes": lanes}
+            blocks = [synth.dump_lines(c * scale, c, seed=i) for i, c in enumerate(cycles)]
+            blocks.append(synth.dump_lines(sum(cycles) * 9, sum(cycles)))
+            write_run(tmp_path, f"{attn}-{lanes}", axes, stats=synth.stats_text(blocks),
+                      result={"pass": True, "workload": "layer",
+                              "sublayers": list(SUBLAYERS)})
+    t = all_tables(collect(tmp_path, use_cache=False).df)["layer_summary"]
+    got = {(r["precision"], r["uarch"], r["lanes"], r["attn"]): r["vs_llama_cpp"]
+           for r in t.to_dict("records")}
+    assert got[("fp32", "paper-fixed", 8, "fa-v")] == pytest.approx(2070 / 1320, abs=1e-3)
+    assert got[("fp16", "paper-fixed", 8, "fa-v")] == pytest.approx(2070 / 1035, abs=1e-3)
+    for lanes in (8, 64):
+        assert got[("fp32", "vitruvius-plus", lanes, "fa-v")] == pytest.approx(2070 / 1320,
+                                                                               abs=1e-3)
+    paths = layer_breakdown(collect(tmp_path, use_cache=False).df, tmp_path / "fig")
+    assert paths and all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_breakdown_bars_group_by_lanes_and_name_the_kept_k(tmp_path: Path) -> None:
+    from analysis.plots import _layer_bars
+
+    rows = [{"variant": "ggml-vec / q8-ggml", "vlen": 4096, "lanes": la} for la in (64, 8)]
+    rows += [{"variant": "fa-v / q8-split / K^T", "vlen": 512, "lanes": 8},
+             {"variant": "scalar", "vlen": None, "lanes": None}]
+    labels = [lab for _, lab, _ in _layer_bars(pd.DataFrame(rows))]
+    assert labels == ["scalar", "512 bit x 8 lanes: fa-v / q8-split / K^T",
+                      "4096 bit x 8 lanes: ggml-vec / q8-ggml",
+                      "4096 bit x 64 lanes: ggml-vec / q8-ggml"]
+    one = [lab for _, lab, _ in _layer_bars(pd.DataFrame(rows[2:]))]
+    assert one == ["scalar", "512 bit: fa-v / q8-split / K^T"]
