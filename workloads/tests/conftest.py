@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -39,6 +40,16 @@ def qemu_run(binary: str, args: list[str], vlen: int = 256, timeout: float = 300
         capture_output=True, text=True, timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def require_zvfh_qemu(what: str) -> None:
+    """Fail (not skip) unless qemu-user is 10 or newer, the first with Zvfh: `make setup`
+    installs it from bookworm-backports."""
+    out = subprocess.run(["qemu-riscv64", "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\d+)\.", out)
+    if not m or int(m.group(1)) < 10:
+        pytest.fail(f"{what} need qemu-user >= 10 (Zvfh); found {out.splitlines()[:1]}: "
+                    "run `make setup`")
 
 
 def llvm_objdump(binary: str, *args: str) -> str:

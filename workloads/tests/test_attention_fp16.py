@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, VLENS, llvm_objdump, qemu_run
+from conftest import ROOT, VLENS, llvm_objdump, qemu_run, require_zvfh_qemu
 from test_attention_check import functions, numpy_attention
 
 from workloads.kernels import kernel
@@ -34,11 +33,7 @@ FP16 = ["--precision", "fp16"]
 
 @pytest.fixture(scope="module", autouse=True)
 def qemu_with_zvfh() -> None:
-    out = subprocess.run(["qemu-riscv64", "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"version (\d+)\.", out)
-    if not m or int(m.group(1)) < 10:
-        pytest.fail(f"fp16 kernels need qemu-user >= 10 (Zvfh); found {out.splitlines()[:1]}: "
-                    "run `make setup`")
+    require_zvfh_qemu("fp16 kernels")
 
 
 def run16(kernel: str, args: list[str], vlen: int = 512, binary: str = "attention"):

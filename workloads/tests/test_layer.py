@@ -40,13 +40,13 @@ def run_ok(binary: str, args: list[str], vlen: int = 512) -> dict:
     return rec
 
 
-def matrix() -> list:
-    """every built model x phase x vector attention kernel; the VLEN cycles through 128,
+def matrix(attns: tuple[str, ...] = ("ggml-vec", "fa-v")) -> list:
+    """every built model x phase x attention kernel of `attns`; the VLEN cycles through 128,
     512 and 1024 and the layout between q8-split and q8-ggml (the others: test_layouts)"""
     out = []
     for i, model in enumerate(BUILT):
         for j, phase in enumerate(("decode", "prefill")):
-            for k, attn in enumerate(("ggml-vec", "fa-v")):
+            for k, attn in enumerate(attns):
                 vlen = (128, 512, 1024)[(i + j + k) % 3]
                 linear = ("q8-split", "q8-ggml")[(i + k) % 2]
                 out.append(pytest.param(model, phase, attn, linear, vlen,

@@ -5,12 +5,9 @@ hold no fp16 code. Real layer dimensions, short sequences."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import pytest
-from conftest import llvm_objdump, qemu_run
-from test_layer import BUILT, NEOX_SUBLAYERS, SIZE, SUBLAYERS
+from conftest import llvm_objdump, qemu_run, require_zvfh_qemu
+from test_layer import NEOX_SUBLAYERS, SIZE, SUBLAYERS, matrix
 
 from workloads.kernels import kernel, workload_args
 
@@ -21,11 +18,7 @@ ATTNS = ("ggml-vec", "fa-v", "ggml-scalar")
 
 @pytest.fixture(scope="module", autouse=True)
 def qemu_with_zvfh() -> None:
-    out = subprocess.run(["qemu-riscv64", "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"version (\d+)\.", out)
-    if not m or int(m.group(1)) < 10:
-        pytest.fail(f"layer-fp16 needs qemu-user >= 10 (Zvfh); found {out.splitlines()[:1]}: "
-                    "run `make setup`")
+    require_zvfh_qemu("layer-fp16 runs")
 
 
 def run16(args: list[str], vlen: int = 512, zvfh: bool = True):
@@ -46,21 +39,7 @@ def check16(args: list[str], vlen: int = 512) -> dict:
     return rec
 
 
-def matrix() -> list:
-    """every built model x phase x fp16 attention kernel, VLEN cycling through 128, 512 and
-    1024 and the layout between q8-split and q8-ggml"""
-    out = []
-    for i, model in enumerate(BUILT):
-        for j, phase in enumerate(("decode", "prefill")):
-            for k, attn in enumerate(ATTNS):
-                vlen = (128, 512, 1024)[(i + j + k) % 3]
-                linear = ("q8-split", "q8-ggml")[(i + k) % 2]
-                out.append(pytest.param(model, phase, attn, linear, vlen,
-                                        id=f"{model}-{phase}-{attn}-{linear}-{vlen}"))
-    return out
-
-
-@pytest.mark.parametrize(("model", "phase", "attn", "linear", "vlen"), matrix())
+@pytest.mark.parametrize(("model", "phase", "attn", "linear", "vlen"), matrix(ATTNS))
 def test_model_phase_attention(model: str, phase: str, attn: str, linear: str,
                                vlen: int) -> None:
     rec = check16(["--model", model, "--phase", phase, *SIZE[phase], "--attn", attn,
