@@ -252,6 +252,14 @@ def q8_breakdown(df: pd.DataFrame, out_dir: Path) -> list[Path]:
         return _save(fig, out_dir, "q8_breakdown")
 
 
+def _line_per_lanes(ax: plt.Axes, t: pd.DataFrame, col: str) -> None:
+    """One line per lane count: the mean of a share column against VLEN, in percent."""
+    for li, lanes in enumerate(sorted(pd.unique(t["lanes"]))):
+        g = t[t["lanes"] == lanes].groupby("vlen")[col].mean()
+        ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
+                color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
+
+
 def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """The patch's laneUtilization of FA-V against VLEN, a line per lane count."""
     u = usable(df)
@@ -268,10 +276,7 @@ def lane_utilisation(df: pd.DataFrame, out_dir: Path) -> list[Path]:
             for j, phase in enumerate(phases):
                 ax = axs[i][j]
                 tp = _sel(_sel(u, "model", model), "phase", phase)
-                for li, lanes in enumerate(sorted(pd.unique(tp["lanes"]))):
-                    g = tp[tp["lanes"] == lanes].groupby("vlen")["lane_util"].mean()
-                    ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
-                            color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
+                _line_per_lanes(ax, tp, "lane_util")
                 if not tp.empty:
                     _log2_x(ax, sorted(pd.unique(tp["vlen"])))
                     ax.legend(fontsize=7)
@@ -298,10 +303,7 @@ def peak_share(df: pd.DataFrame, out_dir: Path) -> list[Path]:
             for j, model in enumerate(models):
                 ax = axs[i][j]
                 tm = u[(u["model"] == model) & (u["phase"] == phase)]
-                for li, lanes in enumerate(sorted(pd.unique(tm["lanes"]))):
-                    g = tm[tm["lanes"] == lanes].groupby("vlen")["peak_share"].mean()
-                    ax.plot(g.index, g.values * 100, marker=MARKERS[li % len(MARKERS)],
-                            color=OKABE_ITO[li % len(OKABE_ITO)], label=_lanes_label(lanes))
+                _line_per_lanes(ax, tm, "peak_share")
                 if not tm.empty:
                     _log2_x(ax, sorted(pd.unique(tm["vlen"])))
                     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
