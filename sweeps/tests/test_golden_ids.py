@@ -41,10 +41,10 @@ SPECS = sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
 #: archives planned by the planner as it is: the others predate the per-family attention
 #: binaries (reference-block-c, reference-layout), so only their recorded run.json files
 #: are checked against their ids
-REPLANNABLE = {"reference-regimes", "reference", "reference-layer"}
+REPLANNABLE = {"reference-regimes", "reference", "reference-layer", "reference-headline"}
 #: archives of a sweep still running across sessions (their README says which runs are in):
 #: every kept run is a point of the plan, not every point has its run yet
-PARTIAL = {"reference-headline", "reference", "reference-layer-prefill"}
+PARTIAL = {"reference", "reference-layer-prefill"}
 
 
 class FixedHashes(HashCache):
