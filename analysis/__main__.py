@@ -47,6 +47,9 @@ def _compact(root: Path, dest: Path | None) -> int:
     if done.stale:
         print(f"left out {done.stale} finished runs that the sweep's current plan "
               f"(points.json) does not name: older workload or gem5 binaries")
+    if done.stopped:
+        print(f"left out {done.stopped} runs stopped before they ended (killed): "
+              f"not results; the next `run` of the sweep runs them again")
     return 0
 
 

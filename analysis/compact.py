@@ -1,17 +1,17 @@
 """Compact a results folder for keeping in git: `python -m analysis compact SRC DST`.
 
-For every finished run of SRC (a folder with status.json) that the sweep's current plan
-names (points.json; runs of older workload or gem5 binaries are left out) DST's
-`runs.tar.gz` gets run.json, status.json, result.json and `stats.roi.txt`: the ROI dump
-only (a layer's: one per sublayer), restricted to the stats the tables, plots and the
-report read (KEEP). A gem5 stats.txt of about 400 KiB becomes about 15 KiB of text, alike
-from run to run like the JSON files, so the one compressed archive holds a thousand runs in
-a few MB. The sweep's own files (sweep.yaml, points.json, provenance.json) are copied as
-they are. `collect` unpacks the archive into DST/runs on first use and reads a compacted
-run like any other (stats.roi.txt when stats.txt is absent). The archive is rewritten whole
-(deterministically: sorted, no timestamps), so compacting again after a resumed sweep is
-safe. Machine paths are scrubbed from the kept files (this checkout -> `<repo>`, a gem5
-build -> `<gem5>/build/...`).
+For every finished run of SRC (a folder with status.json, not stopped before it ended) that
+the sweep's current plan names (points.json; runs of older workload or gem5 binaries are
+left out) DST's `runs.tar.gz` gets run.json, status.json, result.json and `stats.roi.txt`:
+the ROI dump only (a layer's: one per sublayer), restricted to the stats the tables, plots
+and the report read (KEEP). A gem5 stats.txt of about 400 KiB becomes about 15 KiB of text,
+alike from run to run like the JSON files, so the one compressed archive holds a thousand
+runs in a few MB. The sweep's own files (sweep.yaml, points.json, provenance.json) are
+copied as they are. `collect` unpacks the archive into DST/runs on first use and reads a
+compacted run like any other (stats.roi.txt when stats.txt is absent). The archive is
+rewritten whole (deterministically: sorted, no timestamps), so compacting again after a
+resumed sweep is safe. Machine paths are scrubbed from the kept files (this checkout ->
+`<repo>`, a gem5 build -> `<gem5>/build/...`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from vecscale.vocab import KEPT_RUN_FILES as RUN_FILES
-from vecscale.vocab import ROI_ONLY_STATS, RUNS_ARCHIVE
+from vecscale.vocab import RESUMED, ROI_ONLY_STATS, RUNS_ARCHIVE
 
 from .metrics import regions_of
 from .stats import BEGIN, END, StatsError, parse_text, read_text, region_dumps
@@ -85,6 +85,7 @@ class Compacted(NamedTuple):
     size: int  #: archive bytes
     problems: list[str]  #: one line per run whose stats could not be kept
     stale: int  #: finished runs left out: not in the sweep's current plan
+    stopped: int = 0  #: runs left out because they were stopped before they ended
 
 
 def planned_runs(src: Path) -> set[str] | None:
@@ -123,7 +124,8 @@ def compact(src: Path, dst: Path) -> Compacted:
         raise StatsError(f"{src}: not a sweep results folder (no runs/)")
     planned = planned_runs(src)
     finished = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
-    run_dirs = [p for p in finished if planned is None or p.name in planned]
+    planned_dirs = [p for p in finished if planned is None or p.name in planned]
+    run_dirs = [p for p in planned_dirs if not _stopped(p)]
     roots = run_checkouts(run_dirs)
     dst.mkdir(parents=True, exist_ok=True)
     for name in SWEEP_FILES:
@@ -162,4 +164,13 @@ def compact(src: Path, dst: Path) -> Compacted:
     for stale in ("collected.csv", *ARCHIVED_SWEEP_FILES):
         (dst / stale).unlink(missing_ok=True)
     return Compacted(len(run_dirs), (dst / RUNS_ARCHIVE).stat().st_size, problems,
-                     len(finished) - len(run_dirs))
+                     len(finished) - len(planned_dirs), len(planned_dirs) - len(run_dirs))
+
+
+def _stopped(run_dir: Path) -> bool:
+    """A run stopped before it ended (`killed`): not a result, and the next `run` of the
+    sweep runs it again, so an archive keeps it as missing rather than as a verdict."""
+    try:
+        return json.loads((run_dir / "status.json").read_text()).get("status") in RESUMED
+    except (OSError, ValueError, AttributeError):
+        return False  # unreadable: kept, and reported as such by whoever reads it

@@ -14,8 +14,8 @@ from analysis.compact import compact
 
 def test_compacted_sweep_collects_to_the_same_table(sweep: Path, tmp_path: Path) -> None:
     dst = tmp_path / "reference"
-    n, size, problems, stale = compact(sweep, dst)
-    assert n == 14 and size > 0 and stale == 0
+    n, size, problems, stale, stopped = compact(sweep, dst)
+    assert n == 14 and size > 0 and stale == stopped == 0
     # the sweep's two broken stats files are reported, their runs kept (without stats)
     assert sorted(p.split(":")[0] for p in problems) == ["fav-2048-8", "fav-4096-16"]
     assert not (dst / "runs").exists() and (dst / RUNS_ARCHIVE).is_file()
@@ -95,3 +95,20 @@ def test_only_the_current_plans_runs_are_kept(sweep: Path, tmp_path: Path) -> No
     with tarfile.open(dst / RUNS_ARCHIVE) as tar:
         kept = {m.name.split("/")[1] for m in tar.getmembers() if m.name.startswith("runs/")}
     assert kept == set(current) and not kept & set(old)
+
+
+def test_runs_stopped_before_they_ended_are_left_out(sweep: Path, tmp_path: Path) -> None:
+    """A `killed` run is not a result: the archive leaves it out, as the planner would
+    run it again, instead of keeping it beside the verdicts."""
+    import json
+
+    runs = sorted(p for p in (sweep / "runs").iterdir() if (p / "status.json").is_file())
+    st = runs[0] / "status.json"
+    status = json.loads(st.read_text())
+    status.update(status="killed", cause="stopped by SIGINT to the runner")
+    st.write_text(json.dumps(status))
+    done = compact(sweep, tmp_path / "reference")
+    assert (done.runs, done.stopped) == (len(runs) - 1, 1)
+    with tarfile.open(tmp_path / "reference" / RUNS_ARCHIVE) as tar:
+        kept = {m.name.split("/")[1] for m in tar.getmembers() if m.name.startswith("runs/")}
+    assert runs[0].name not in kept and len(kept) == len(runs) - 1
