@@ -44,7 +44,7 @@ SPECS = sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
 REPLANNABLE = {"reference-regimes", "reference", "reference-layer", "reference-headline"}
 #: archives of a sweep still running across sessions (their README says which runs are in):
 #: every kept run is a point of the plan, not every point has its run yet
-PARTIAL = {"reference", "reference-layer-prefill"}
+PARTIAL = {"reference-layer-prefill"}
 
 
 class FixedHashes(HashCache):
