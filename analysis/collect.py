@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from vecscale.vocab import runs_archive
 from workloads.kernels import family_of
 
 from .compact import ROI_ONLY_STATS, RUNS_ARCHIVE
@@ -75,23 +76,25 @@ def _read_json(path: Path, what: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def unpack_runs(root: Path) -> None:
-    """Unpack a compacted sweep's runs.tar.gz into root/runs and root/points.json (a fresh
-    clone has only the archive). Only plain files under runs/ and points.json are accepted."""
+    """Unpack a compacted sweep's kept archive (RUNS_ARCHIVE, or a legacy runs.tar.gz) into
+    root/runs and root/points.json (a fresh clone has only the archive). Only plain files
+    under runs/ and points.json are accepted."""
+    archive = Path(runs_archive(root) or root / RUNS_ARCHIVE)
     tmp = root / "runs.unpacking"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        with tarfile.open(root / RUNS_ARCHIVE) as tar:
+        with tarfile.open(archive) as tar:
             members = tar.getmembers()
             for m in members:
                 parts = Path(m.name).parts
                 ok_name = m.name == "points.json" or (parts and parts[0] == "runs")
                 if not (m.isfile() or m.isdir()) or not ok_name or ".." in parts \
                         or Path(m.name).is_absolute():
-                    raise CollectError(f"{root / RUNS_ARCHIVE}: unexpected entry {m.name!r}")
+                    raise CollectError(f"{archive}: unexpected entry {m.name!r}")
             tar.extractall(tmp, members=members, filter="data")
     except (OSError, tarfile.TarError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise CollectError(f"{root / RUNS_ARCHIVE}: cannot unpack ({exc})") from None
+        raise CollectError(f"{archive}: cannot unpack ({exc})") from None
     if (tmp / "points.json").is_file() and not (root / "points.json").exists():
         os.replace(tmp / "points.json", root / "points.json")
     os.replace(tmp / "runs", root / "runs")
@@ -258,7 +261,7 @@ def collect(results_dir: str | Path, use_cache: bool = True, jobs: int | None = 
     if not root.is_dir():
         raise CollectError(f"{root}: not a folder (expected results/<sweep>)")
     runs_dir = root / "runs"
-    if not runs_dir.is_dir() and (root / RUNS_ARCHIVE).is_file():
+    if not runs_dir.is_dir() and runs_archive(root) is not None:
         unpack_runs(root)
     if not runs_dir.is_dir():
         raise CollectError(f"{root}: has no runs/ folder (not a sweep results folder)")

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from sweeps.identity import run_id
 from sweeps.plan import Plan
 from sweeps.spec import SpecError
-from vecscale.vocab import KEPT_RUN_FILES, ROI_ONLY_STATS, RUNS_ARCHIVE
+from vecscale.vocab import KEPT_RUN_FILES, ROI_ONLY_STATS, RUNS_ARCHIVE, runs_archive
 
 #: files of an archived run that are copied (anything else in the archive is not)
 SEEDED_FILES = (*KEPT_RUN_FILES, ROI_ONLY_STATS)
@@ -75,12 +75,12 @@ def _why_not(rid: str, files: dict[str, bytes]) -> str | None:
 
 def seed_from(archive_dir: Path, plan: Plan, runs_dir: Path) -> Seeded:
     """Copy the archive's finished runs of this plan into runs_dir (those it lacks)."""
-    archive = archive_dir / RUNS_ARCHIVE
-    if not archive.is_file():
+    found_at = runs_archive(archive_dir)
+    if found_at is None:
         raise SpecError(f"--from: {archive_dir}: no {RUNS_ARCHIVE} (a kept archive is made "
                         "by `python -m analysis compact RESULTS DEST`)")
     lacking = {rid for rid in plan.runs if not (runs_dir / rid / "status.json").exists()}
-    found, ids = _archived_runs(archive, lacking)
+    found, ids = _archived_runs(Path(found_at), lacking)
     planned = set(plan.runs)
     out = Seeded(not_in_plan=len(ids - planned), present=len((ids & planned) - lacking))
     for rid in sorted(ids & lacking):

@@ -158,8 +158,11 @@ MISSING, CORRUPT, UNKNOWN_STATUS = "missing", "corrupt", "unknown status"
 RUN_PROBLEMS: tuple[str, ...] = (MISSING, CORRUPT, UNKNOWN_STATUS)
 
 #: a kept archive (`python -m analysis compact`, read back by `collect` and `run --from`):
-#: a sweep's runs in one file, each run as these JSON files and its compacted ROI dump
-RUNS_ARCHIVE = "runs.tar.gz"
+#: a sweep's runs in one file, each run as these JSON files and its compacted ROI dump. xz,
+#: because the runs' files differ little from run to run and xz's dictionary spans them all
+RUNS_ARCHIVE = "runs.tar.xz"
+#: what kept archives were called before; read, never written, so older ones still load
+LEGACY_RUNS_ARCHIVES: tuple[str, ...] = ("runs.tar.gz",)
 KEPT_RUN_FILES: tuple[str, ...] = ("run.json", "status.json", "result.json")
 ROI_ONLY_STATS = "stats.roi.txt"
 
@@ -167,6 +170,15 @@ ROI_ONLY_STATS = "stats.roi.txt"
 
 #: the repository (this file is vecscale/vocab.py)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def runs_archive(folder: str | os.PathLike[str]) -> str | None:
+    """The kept archive in folder (RUNS_ARCHIVE, else a legacy name), or None."""
+    for name in (RUNS_ARCHIVE, *LEGACY_RUNS_ARCHIVES):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def workload_dir() -> str:

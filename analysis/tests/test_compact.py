@@ -10,6 +10,7 @@ import pytest
 
 from analysis.collect import RUNS_ARCHIVE, CollectError, collect
 from analysis.compact import compact
+from vecscale.vocab import LEGACY_RUNS_ARCHIVES
 
 
 def test_compacted_sweep_collects_to_the_same_table(sweep: Path, tmp_path: Path) -> None:
@@ -41,7 +42,7 @@ def test_archive_is_deterministic(sweep: Path, tmp_path: Path) -> None:
 def test_archive_with_entries_outside_runs_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "evil"
     root.mkdir()
-    with tarfile.open(root / RUNS_ARCHIVE, "w:gz") as tar:
+    with tarfile.open(root / RUNS_ARCHIVE, "w:xz") as tar:
         data = b"x"
         info = tarfile.TarInfo("../outside.txt")
         info.size = len(data)
@@ -112,3 +113,23 @@ def test_runs_stopped_before_they_ended_are_left_out(sweep: Path, tmp_path: Path
     with tarfile.open(tmp_path / "reference" / RUNS_ARCHIVE) as tar:
         kept = {m.name.split("/")[1] for m in tar.getmembers() if m.name.startswith("runs/")}
     assert runs[0].name not in kept and len(kept) == len(runs) - 1
+
+
+def test_an_archive_kept_under_the_legacy_name_is_read_and_replaced(sweep: Path,
+                                                                      tmp_path: Path) -> None:
+    """Folders compacted before the archive became xz hold runs.tar.gz: `collect` reads it,
+    and compacting into such a folder leaves one archive, the new one."""
+    compact(sweep, tmp_path / "new")
+    old = tmp_path / "old"
+    old.mkdir()
+    with tarfile.open(tmp_path / "new" / RUNS_ARCHIVE) as src, \
+            tarfile.open(old / LEGACY_RUNS_ARCHIVES[0], "w:gz") as dst:
+        for m in src.getmembers():
+            dst.addfile(m, src.extractfile(m) if m.isfile() else None)
+    for name in ("sweep.yaml", "provenance.json"):
+        if (tmp_path / "new" / name).is_file():
+            (old / name).write_bytes((tmp_path / "new" / name).read_bytes())
+    assert len(collect(old).df) == len(collect(tmp_path / "new").df) > 0
+    compact(old, old)
+    assert (old / RUNS_ARCHIVE).is_file() and not (old / LEGACY_RUNS_ARCHIVES[0]).exists()
+    assert (old / RUNS_ARCHIVE).read_bytes() == (tmp_path / "new" / RUNS_ARCHIVE).read_bytes()

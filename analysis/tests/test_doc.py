@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis.doc import DocError, refresh_file
+from vecscale.vocab import RUNS_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "reference"
@@ -85,7 +86,7 @@ def test_reference_archive_is_kept() -> None:
 
 
 #: a kept folder whose sweep has not run yet says so on a line of its README; its tables
-#: are placeholders until runs.tar.gz is added (and the line removed)
+#: are placeholders until runs.tar.xz is added (and the line removed)
 AWAITING = "<!-- awaiting-runs"
 
 
@@ -94,15 +95,15 @@ def test_reference_results_document_is_current(tmp_path: Path, kept: Path) -> No
     """A kept archive's README.md quotes the committed runs: its tables must be what the
     archive gives today (run `python -m analysis doc results/NAME` after a change)."""
     awaiting = AWAITING in (kept / "README.md").read_text()
-    if awaiting and not (kept / "runs.tar.gz").exists():
+    if awaiting and not (kept / RUNS_ARCHIVE).exists():
         pytest.skip(f"results/{kept.name}: sweep not run yet (README marked awaiting-runs)")
-    assert not awaiting, (f"results/{kept.name}: runs.tar.gz is here: remove the "
+    assert not awaiting, (f"results/{kept.name}: {RUNS_ARCHIVE} is here: remove the "
                           "awaiting-runs line from its README.md")
     ref = tmp_path / kept.name
     ref.mkdir()
-    for name in ("README.md", "runs.tar.gz", "provenance.json", "sweep.yaml"):
+    for name in ("README.md", RUNS_ARCHIVE, "provenance.json", "sweep.yaml"):
         if (kept / name).exists():
             shutil.copy(kept / name, ref / name)
-    assert (ref / "runs.tar.gz").is_file(), f"results/{kept.name}: no runs.tar.gz"
+    assert (ref / RUNS_ARCHIVE).is_file(), f"results/{kept.name}: no {RUNS_ARCHIVE}"
     doc, current = refresh_file(ref, check=True)
     assert current, f"results/{kept.name}/README.md tables are out of date"

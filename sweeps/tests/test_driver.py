@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sweeps.tests.conftest import ROOT, Fakes, real_gem5
+from vecscale.vocab import LEGACY_RUNS_ARCHIVES, RUNS_ARCHIVE
 from workloads.kernels import kernel
 
 BUILD = ROOT / "workloads" / "build"
@@ -252,12 +253,12 @@ def _archive_members(archive: Path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
 
 
-def _repack(members: dict[str, bytes], folder: Path) -> Path:
+def _repack(members: dict[str, bytes], folder: Path, name: str = RUNS_ARCHIVE) -> Path:
     import io
     import tarfile
 
     folder.mkdir()
-    with tarfile.open(folder / "runs.tar.gz", "w:gz") as tar:
+    with tarfile.open(folder / name, f"w:{name.rsplit('.', 1)[1]}") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -286,10 +287,11 @@ def test_run_from_a_kept_archive(fakes: Fakes, tmp_path: Path) -> None:
 
     compact(fakes.results / "kept", tmp_path / "compacted")
     first = set(fakes.statuses("kept"))
-    members = _archive_members(tmp_path / "compacted" / "runs.tar.gz")
+    members = _archive_members(tmp_path / "compacted" / RUNS_ARCHIVE)
     # the fake gem5's stats are no real dump: give each run the ROI dump a real one leaves
     members.update({f"runs/{rid}/stats.roi.txt": f"roi of {rid}\n".encode() for rid in first})
-    archive = _repack(members, tmp_path / "reference-kept")
+    # kept as an older checkout named it: still read
+    archive = _repack(members, tmp_path / "reference-kept", LEGACY_RUNS_ARCHIVES[0])
 
     # another machine: an empty results folder, the grid grown by one point
     fakes.results = tmp_path / "results2"
@@ -301,7 +303,7 @@ def test_run_from_a_kept_archive(fakes: Fakes, tmp_path: Path) -> None:
     assert {c.split("--seed ")[1].split()[0] for c in fakes.calls()} == {"3"}  # ref + gem5
     assert first <= set(fakes.statuses("kept"))
     compact(fakes.results / "kept", tmp_path / "reference-kept2")
-    kept = _archive_members(tmp_path / "reference-kept2" / "runs.tar.gz")
+    kept = _archive_members(tmp_path / "reference-kept2" / RUNS_ARCHIVE)
     assert all(f"runs/{rid}/result.json" in kept for rid in fakes.statuses("kept"))
     assert all(kept[f"runs/{rid}/stats.roi.txt"] == f"roi of {rid}\n".encode() for rid in first)
     r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--from",
@@ -320,4 +322,5 @@ def test_run_from_a_kept_archive(fakes: Fakes, tmp_path: Path) -> None:
     assert f"{bad}: archived run.json does not hash to its id (not copied)" in r.stdout
     assert "1 runs copied" in r.stdout and "1 already done, 2 to run" in r.stdout
     r = fakes.cli("run", str(spec), "--results", str(fakes.results), "--from", str(tmp_path))
-    assert r.returncode == 2 and "no runs.tar.gz" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert r.returncode == 2 and f"no {RUNS_ARCHIVE}" in r.stderr
+    assert len(r.stderr.splitlines()) == 1

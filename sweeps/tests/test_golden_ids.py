@@ -1,7 +1,7 @@
 """Golden run ids: refactoring must not move a run to a new id.
 
 A run id hashes everything that decides a result (sweeps/README.md, "Run identity"), and the
-kept archives (results/reference*/runs.tar.gz) and every results folder find their runs by
+kept archives (results/reference*/runs.tar.xz) and every results folder find their runs by
 it. Three checks:
 
 - every shipped spec, planned with fixed stand-ins for the binary, gem5 and patch hashes,
@@ -33,10 +33,11 @@ from sweeps.hashes import HashCache
 from sweeps.identity import canonical, run_id
 from sweeps.plan import build_plan
 from sweeps.spec import SPEC_DIR, load_spec
+from vecscale.vocab import RUNS_ARCHIVE
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).with_name("golden_ids.json")
-ARCHIVES = sorted(p.parent for p in (REPO / "results").glob("reference*/runs.tar.gz"))
+ARCHIVES = sorted(p.parent for p in (REPO / "results").glob(f"reference*/{RUNS_ARCHIVE}"))
 SPECS = sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
 #: archives planned by the planner as it is: the others predate the per-family attention
 #: binaries (reference-block-c, reference-layout), so only their recorded run.json files
@@ -100,7 +101,7 @@ def archived_runs(archive: Path) -> tuple[dict[str, dict[str, Any]], list[dict[s
     """(run id -> run.json, points.json) of a kept archive."""
     runs: dict[str, dict[str, Any]] = {}
     points: list[dict[str, Any]] = []
-    with tarfile.open(archive / "runs.tar.gz") as tar:
+    with tarfile.open(archive / RUNS_ARCHIVE) as tar:
         for m in tar.getmembers():
             if m.name == "points.json":
                 points = json.load(io.TextIOWrapper(tar.extractfile(m)))
@@ -112,7 +113,7 @@ def archived_runs(archive: Path) -> tuple[dict[str, dict[str, Any]], list[dict[s
 @pytest.mark.parametrize("archive", ARCHIVES, ids=[a.name for a in ARCHIVES])
 def test_archived_run_json_hashes_to_its_id(archive: Path) -> None:
     runs, points = archived_runs(archive)
-    assert runs, f"{archive.name}: no run.json in runs.tar.gz"
+    assert runs, f"{archive.name}: no run.json in {RUNS_ARCHIVE}"
     for rid, run in runs.items():
         assert run["id"] == rid and run_id(run) == rid, (archive.name, rid)
     if archive.name in PARTIAL:
