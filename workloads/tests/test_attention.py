@@ -28,17 +28,18 @@ def auto_choice(model: str, phase: str, n_q: int, vlen: int) -> tuple[str, int, 
     head has >= 64 query rows, with the smallest LMUL whose VLMAX holds a 128-row strip
     (strips of 128 rows, 64 when D > 64 at LMUL > 1, never more than a kv head's rows;
     QEMU's VLEN never reaches the 4096 bit where tiles and 256-row strips start);
-    else heads for MHA when a register (LMUL 1) holds whole heads; else blocked; outside
-    rows the smallest LMUL whose VLMAX holds D (else 4). Returns (regime, lmul, strip)."""
+    else dot for MHA when a head's row fits one register group at that LMUL; else blocked;
+    outside rows the smallest LMUL whose VLMAX holds D (else 4). Returns (regime, lmul,
+    strip)."""
     m = load_models()[model]
     d, group = m["head_dim"], m["heads"] // m["kv_heads"]
     if n_q * group >= 64:
         lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= 128), 4)
         strip = min(64 if d > 64 and lmul > 1 else 128, n_q * group)
         return "rows", lmul, min(strip, vlen * lmul // 32)
-    if group == 1 and vlen // 32 >= d:
-        return "heads", 1, 0
     lmul = next((x for x in (1, 2, 4) if vlen * x // 32 >= d), 4)
+    if group == 1 and vlen * lmul // 32 >= d:
+        return "dot", lmul, 0
     return "blocked", lmul, 0
 
 
@@ -229,7 +230,24 @@ def test_fav_dot_models(model: str, phase: str, vlen: int) -> None:
     per key), at 1024 one register holds a head's D."""
     rec = check(["--kernel", "fa-v", "--model", model, "--phase", phase, *PHASES[phase],
                  "--regime", "dot"], vlen=vlen)
-    assert rec["regime"] == "dot" and rec["block_c"] == 256 and rec["heads_per_step"] == 1
+    assert rec["regime"] == "dot" and rec["block_c"] == 64 and rec["heads_per_step"] == 1
+
+
+@pytest.mark.parametrize("heads,kv_heads,phase,length,block_c", [
+    (11, 11, "decode", 150, 16),  # MHA, heads not a multiple of the 8 reduced at once
+    (14, 2, "decode", 97, 64),    # GQA 7:1, L not a multiple of the block
+    (6, 1, "prefill", 37, 5),     # MQA, causal rows ending inside a block
+    (12, 4, "prefill", 70, 64),   # 3:1, tokens beyond one block
+])
+def test_fav_dot_token_order_shapes(heads: int, kv_heads: int, phase: str, length: int,
+                                    block_c: int) -> None:
+    """The dot regime's block-major order (all heads' scores of a key block, then each
+    head's softmax and output) on shapes where its loops have remainders."""
+    flag = "--l" if phase == "decode" else "--n"
+    rec = check(["--kernel", "fa-v", "--heads", str(heads), "--kv-heads", str(kv_heads),
+                 "--head-dim", "64", "--phase", phase, flag, str(length), "--regime", "dot",
+                 "--block-c", str(block_c)], vlen=512)
+    assert (rec["regime"], rec["lmul"], rec["block_c"]) == ("dot", 4, block_c)
 
 
 def test_seed_changes_inputs_not_correctness() -> None:

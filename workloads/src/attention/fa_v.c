@@ -116,8 +116,11 @@ static inline int fav_keys_kept(const fav_ctx *c) { (void)c; return 0; }
 
 /* Rows regime, --block-c auto: keys per block (probabilities kept in scratch). */
 #define ROWS_AUTO_BLOCK_C 32
-/* Dot regime, --block-c auto. */
-#define DOT_AUTO_BLOCK_C 256
+/* Dot regime, --block-c auto: keys whose scores (one per head) are taken before the block's
+ * softmax. gem5, paper-fixed, Pythia decode L = 512, ROI cycles with 16 / 32 / 64 / 128 / 256
+ * keys at 512 bit: 1.74M / 1.72M / 1.69M / 1.68M / 1.98M; 64 / 128 keys at 2048 bit: 1.29M /
+ * 1.33M, at 8192 bit 1.32M / 1.34M. */
+#define DOT_AUTO_BLOCK_C 64
 
 #define LMUL_IMPL "attention/fa_v_impl.h"
 #include "attention/each_lmul.h"
@@ -126,15 +129,17 @@ static inline int fav_keys_kept(const fav_ctx *c) { (void)c; return 0; }
 /* --regime auto, from gem5 (sweeps/regimes.yaml: four models, prefill N = 128 and decode
  * L = 512, 512-8192 bit, constant latency; workloads/README.md): rows whenever a kv head
  * has enough query rows to fill a strip (it won every prefill point, and lost every decode
- * point, where a kv head has only G rows); in decode, heads for MHA once a register holds
- * whole heads (Pythia at 2048-8192 bit: no K^T copy, which MHA reuses for one head only;
- * it beat packed and blocked there), else blocked (K^T scores beat the heads regime's
- * reduction tree for every GQA model). */
+ * point, where a kv head has only G rows); otherwise dot for MHA when a head's row fits
+ * one register group (at --lmul, else at the auto LMUL) (Pythia decode at 512-8192 bit: no K^T copy, which
+ * MHA reuses for one head only, and K read in memory order; Pythia decode L = 512 at 512
+ * bit 1.69M cycles against blocked 3.12M, at 2048 bit 1.29M against heads 1.59M), else
+ * blocked (K^T scores beat the heads and dot regimes for every GQA model: TinyLlama
+ * decode at 512 bit, blocked 1.00M, dot 1.74M). */
 #define ROWS_AUTO_MIN_ROWS 64
-static int fav_auto_regime(const attn_problem *p) {
+static int fav_auto_regime(const attn_problem *p, int lmul) {
     const int D = p->head_dim, G = p->heads / p->kv_heads;
     if (p->n_q * G >= ROWS_AUTO_MIN_ROWS) return FAV_ROWS;
-    if (G == 1 && attn_vlmax_e32(1) >= D && !(D & (D - 1))) return FAV_HEADS;
+    if (G == 1 && attn_vlmax_e32(lmul ? lmul : attn_auto_lmul(D)) >= D) return FAV_DOT;
     return FAV_BLOCKED;
 }
 
@@ -251,7 +256,7 @@ static int fav_heads_prepare(fav_ctx *c) {
 int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     const int H = p->heads, D = p->head_dim;
     *c = (fav_ctx){.p = p, .t = *t};
-    if (c->t.regime == FAV_AUTO) c->t.regime = fav_auto_regime(p);
+    if (c->t.regime == FAV_AUTO) c->t.regime = fav_auto_regime(p, c->t.lmul);
     if (c->t.lmul == 0) c->t.lmul = c->t.regime == FAV_ROWS ? fav_rows_lmul() : attn_auto_lmul(D);
     t = &c->t; /* below, the resolved tunables */
     c->vlmax = attn_vlmax_e32(t->lmul);
@@ -263,11 +268,12 @@ int fav_prepare(fav_ctx *c, const attn_problem *p, const attn_tunables *t) {
     if (t->regime == FAV_HEADS && D >= 2 && !(D & (D - 1))) return fav_heads_prepare(c);
     if (t->regime == FAV_HEADS) c->t.regime = FAV_BLOCKED; /* D not a power of two */
     if (c->dot) {
-        /* Key block: only its scores are kept; longer blocks give the softmax longer
-         * vectors (up to 8192 bits of fp32) at no cache cost. */
+        /* Key block: the scores of all heads for it are kept (heads x block_c fp32). */
         if (t->block_c_auto) c->t.block_c = DOT_AUTO_BLOCK_C;
-        c->sc = malloc((size_t)c->t.block_c * sizeof(float));
-        return c->sc ? 0 : -1;
+        c->sc = malloc((size_t)c->t.block_c * H * sizeof(float));
+        c->m = malloc((size_t)H * sizeof(float));
+        c->s = malloc((size_t)H * sizeof(float));
+        return c->sc && c->m && c->s ? 0 : -1;
     }
     if (c->rows) {
         /* Key block: its probabilities (block_c x VLMAX fp32) are read once per RD

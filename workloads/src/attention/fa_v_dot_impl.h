@@ -1,13 +1,15 @@
-/* fa-v, dot regime: one (token, head) row at a time, vectors over D. Included once per LMUL
- * by fa_v_impl.h.
+/* fa-v, dot regime: vectors over D, no K^T copy. Included once per LMUL by fa_v_impl.h.
  *
  * Where no K^T copy is reused (decode, above all MHA decode, where each kv head serves one
  * query head) the copy's strided stores cost more than they save. This regime reads K rows
  * as they lie (unit-stride, D elements): a score is an elementwise product and one
- * vfredusum. The reductions of UK keys are issued before any result is read, so their
- * latencies overlap; the block's scores then go through the same vectorised online softmax
- * over keys as the blocked regime, and acc += p_j V_j runs over D with acc in registers. No
- * vsetvl changes inside the key loop (unlike ggml-vec) and no scalar exp. */
+ * vfredusum; the reductions of UK heads are issued before any result is read, so their
+ * latencies overlap. When D fits one register group, a token's key blocks are outermost
+ * and a block's scores are taken position by position for all heads, so K streams through
+ * in memory order (the L1D prefetcher follows it; head by head, positions are kv_heads x D
+ * apart and MHA decode ran 3.3x slower); then each head's block goes through the
+ * vectorised online softmax over keys and acc += p_j V_j over D, acc kept in O between
+ * blocks. No vsetvl changes inside the key loop (unlike ggml-vec) and no scalar exp. */
 
 #if MB == 8
 #define UK 4
@@ -123,7 +125,88 @@ __attribute__((noinline)) static void FN(fav_dot_row)(const fav_ctx *c, int i, i
     }
 }
 
+/* Scores of every head for keys [j0, j1), position by position: a position's K rows of all
+ * kv heads lie together, so K is read in memory order, UK heads' loads at a time. */
+static inline void FN(fav_dot_scores_all)(const fav_ctx *c, const float *qtok, size_t vd,
+                                          int j0, int j1, float *sc) {
+    const attn_problem *p = c->p;
+    const int H = p->heads, D = p->head_dim, G = p->heads / p->kv_heads, BC = c->t.block_c;
+    const size_t kv_row = (size_t)p->kv_heads * D;
+    const vfloat32m1_t z = __riscv_vfmv_v_f_f32m1(0.0f, __riscv_vsetvlmax_e32m1());
+    const float scale = p->scale;
+    for (int j = j0; j < j1; j++) {
+        const float *krow = p->k + (size_t)j * kv_row;
+        float *s = sc + (j - j0);
+        int h = 0;
+        for (; h + UK <= H; h += UK) {
+#define RED(k)                                                                            \
+    const vfloat32m1_t r##k = __riscv_vfredusum(                                          \
+        __riscv_vfmul(VLE(qtok + (size_t)(h + (k)) * D, vd),                              \
+                      VLE(krow + (size_t)((h + (k)) / G) * D, vd), vd), z, vd);
+            REPK(RED)
+#undef RED
+#define PUT(k) s[(size_t)(h + (k)) * BC] = __riscv_vfmv_f(r##k) * scale;
+            REPK(PUT)
+#undef PUT
+        }
+        for (; h < H; h++)
+            s[(size_t)h * BC] = __riscv_vfmv_f(__riscv_vfredusum(
+                __riscv_vfmul(VLE(qtok + (size_t)h * D, vd),
+                              VLE(krow + (size_t)(h / G) * D, vd), vd), z, vd)) * scale;
+    }
+}
+
+/* One token, D <= VLMAX: key blocks outermost, every head's scores of a block first (K in
+ * memory order), then per head the block's softmax and acc += p_j V_j with acc in O. */
+static void FN(fav_dot_token)(const fav_ctx *c, int i) {
+    const attn_problem *p = c->p;
+    const int H = p->heads, D = p->head_dim, G = p->heads / p->kv_heads;
+    const int BC = c->t.block_c, end = attn_kv_end(p, i);
+    const size_t kv_row = (size_t)p->kv_heads * D, vd = SETVL((size_t)D);
+    const float *qtok = p->q + (size_t)i * H * D;
+    float *otok = p->o + (size_t)i * H * D, *m = c->m, *l = c->s;
+    for (int h = 0; h < H; h++) m[h] = -INFINITY, l[h] = 0.0f;
+    for (int j0 = 0; j0 < end; j0 += BC) {
+        const int j1 = j0 + BC < end ? j0 + BC : end, n = j1 - j0;
+        FN(fav_dot_scores_all)(c, qtok, vd, j0, j1, c->sc);
+        for (int h = 0; h < H; h++) {
+            float *sc = c->sc + (size_t)h * BC, *orow = otok + (size_t)h * D;
+            const float *vbase = p->v + (size_t)(h / G) * D;
+            float mb = -INFINITY;
+            for (int j = 0; j < n;) {
+                const size_t vl = SETVL((size_t)(n - j));
+                mb = FN(hmax)(VLE(sc + j, vl), mb, vl);
+                j += (int)vl;
+            }
+            const float mnew = m[h] > mb ? m[h] : mb;
+            float sum = 0.0f;
+            for (int j = 0; j < n;) {
+                const size_t vl = SETVL((size_t)(n - j));
+                const VF e = FN(vexp)(__riscv_vfsub(VLE(sc + j, vl), mnew, vl), vl);
+                __riscv_vse32(sc + j, e, vl);
+                sum += FN(hsum)(e, vl);
+                j += (int)vl;
+            }
+            const float alpha = j0 == 0 ? 0.0f : expf(m[h] - mnew);
+            l[h] = l[h] * alpha + sum;
+            m[h] = mnew;
+            VF acc = j0 == 0 ? VFMV(0.0f, vd) : __riscv_vfmul(VLE(orow, vd), alpha, vd);
+            for (int j = j0; j < j1; j++)
+                acc = __riscv_vfmacc(acc, sc[j - j0], VLE(vbase + (size_t)j * kv_row, vd), vd);
+            __riscv_vse32(orow, acc, vd);
+        }
+    }
+    for (int h = 0; h < H; h++) {
+        float *orow = otok + (size_t)h * D;
+        __riscv_vse32(orow, __riscv_vfmul(VLE(orow, vd), 1.0f / l[h], vd), vd);
+    }
+}
+
 static void FN(fav_dot)(const fav_ctx *c) {
+    if ((size_t)c->p->head_dim <= (size_t)c->vlmax) {
+        for (int i = 0; i < c->p->n_q; i++) FN(fav_dot_token)(c, i);
+        return;
+    }
     for (int i = 0; i < c->p->n_q; i++)
         for (int h = 0; h < c->p->heads; h++) FN(fav_dot_row)(c, i, h);
 }
