@@ -154,6 +154,23 @@ def test_fav_regimes_at_long_vectors(gem5: dict, tmp_path, regime: str, phase: l
         assert rec["vlmax"] == vlen // 32  # LMUL 1: D = 64 fits from 2048 bits on
 
 
+@pytest.mark.parametrize("vlen", [512, 8192])
+def test_fav_auto_runs_dot_in_mha_decode(gem5: dict, tmp_path, vlen: int) -> None:
+    """MHA decode: `auto` runs the dot regime, block-major (every head's scores of a key
+    block, K in memory order); L = 150 ends inside the third 64-key block. At 512 bit a
+    head's D = 64 takes an LMUL 4 group."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.one", "paper-fixed", str(vlen), "none", "--results",
+         str(tmp_path), "--", "--kernel", "fa-v", "--model", "pythia-410m", "--phase",
+         "decode", "--l", "150"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert rec["pass"] is True and (rec["regime"], rec["block_c"]) == ("dot", 64)
+    assert rec["lmul"] == (4 if vlen == 512 else 1)
+
+
 @pytest.mark.parametrize("vlen", [1024, 8192])
 def test_fav_heads_wide_heads(gem5: dict, tmp_path, vlen: int) -> None:
     """The heads regime with D = 128 over two key blocks: a head over four registers (1024
