@@ -59,6 +59,31 @@ static void FN(fav_dot_scores_wide)(const float *kbase, size_t kv_row, const flo
     }
 }
 
+/* The online softmax of one row over a block of n scores, vectorised across its keys:
+ * the scores become exp(s - new max) in place, the running max *m and sum *l are updated,
+ * and the factor the accumulator is rescaled by is returned (0 for the first block). */
+static inline float FN(fav_dot_softmax)(float *sc, int n, int first, float *m, float *l) {
+    float mb = -INFINITY;
+    for (int j = 0; j < n;) {
+        const size_t vl = SETVL((size_t)(n - j));
+        mb = FN(hmax)(VLE(sc + j, vl), mb, vl);
+        j += (int)vl;
+    }
+    const float mnew = *m > mb ? *m : mb;
+    float sum = 0.0f;
+    for (int j = 0; j < n;) {
+        const size_t vl = SETVL((size_t)(n - j));
+        const VF e = FN(vexp)(__riscv_vfsub(VLE(sc + j, vl), mnew, vl), vl);
+        __riscv_vse32(sc + j, e, vl);
+        sum += FN(hsum)(e, vl);
+        j += (int)vl;
+    }
+    const float alpha = first ? 0.0f : expf(*m - mnew);
+    *l = *l * alpha + sum;
+    *m = mnew;
+    return alpha;
+}
+
 /* One row (token i, head h): every key block, online softmax, output. */
 __attribute__((noinline)) static void FN(fav_dot_row)(const fav_ctx *c, int i, int h) {
     const attn_problem *p = c->p;
@@ -78,25 +103,7 @@ __attribute__((noinline)) static void FN(fav_dot_row)(const fav_ctx *c, int i, i
         const int j1 = j0 + BC < end ? j0 + BC : end, n = j1 - j0;
         if (narrow) FN(fav_dot_scores)(kbase, kv_row, q, p->scale, vd, j0, j1, sc);
         else FN(fav_dot_scores_wide)(kbase, kv_row, qrow, p->scale, D, j0, j1, sc);
-        /* online softmax over the block, vectorised across its keys */
-        float mb = -INFINITY;
-        for (int j = 0; j < n;) {
-            const size_t vl = SETVL((size_t)(n - j));
-            mb = FN(hmax)(VLE(sc + j, vl), mb, vl);
-            j += (int)vl;
-        }
-        const float mnew = m > mb ? m : mb;
-        float sum = 0.0f;
-        for (int j = 0; j < n;) {
-            const size_t vl = SETVL((size_t)(n - j));
-            const VF e = FN(vexp)(__riscv_vfsub(VLE(sc + j, vl), mnew, vl), vl);
-            __riscv_vse32(sc + j, e, vl);
-            sum += FN(hsum)(e, vl);
-            j += (int)vl;
-        }
-        const float alpha = j0 == 0 ? 0.0f : expf(m - mnew);
-        l = l * alpha + sum;
-        m = mnew;
+        const float alpha = FN(fav_dot_softmax)(sc, n, j0 == 0, &m, &l);
         /* acc = acc * alpha + sum_j p_j V_j, over D */
         if (narrow) {
             acc = j0 == 0 ? VFMV(0.0f, vd) : __riscv_vfmul(acc, alpha, vd);
@@ -172,24 +179,7 @@ static void FN(fav_dot_token)(const fav_ctx *c, int i) {
         for (int h = 0; h < H; h++) {
             float *sc = c->sc + (size_t)h * BC, *orow = otok + (size_t)h * D;
             const float *vbase = p->v + (size_t)(h / G) * D;
-            float mb = -INFINITY;
-            for (int j = 0; j < n;) {
-                const size_t vl = SETVL((size_t)(n - j));
-                mb = FN(hmax)(VLE(sc + j, vl), mb, vl);
-                j += (int)vl;
-            }
-            const float mnew = m[h] > mb ? m[h] : mb;
-            float sum = 0.0f;
-            for (int j = 0; j < n;) {
-                const size_t vl = SETVL((size_t)(n - j));
-                const VF e = FN(vexp)(__riscv_vfsub(VLE(sc + j, vl), mnew, vl), vl);
-                __riscv_vse32(sc + j, e, vl);
-                sum += FN(hsum)(e, vl);
-                j += (int)vl;
-            }
-            const float alpha = j0 == 0 ? 0.0f : expf(m[h] - mnew);
-            l[h] = l[h] * alpha + sum;
-            m[h] = mnew;
+            const float alpha = FN(fav_dot_softmax)(sc, n, j0 == 0, m + h, l + h);
             VF acc = j0 == 0 ? VFMV(0.0f, vd) : __riscv_vfmul(VLE(orow, vd), alpha, vd);
             for (int j = j0; j < j1; j++)
                 acc = __riscv_vfmacc(acc, sc[j - j0], VLE(vbase + (size_t)j * kv_row, vd), vd);
