@@ -51,6 +51,8 @@ DUMP_CASES = [
     ("fa-v", ["--model", "pythia-410m", "--phase", "decode", "--l", "300", "--regime", "dot",
               "--block-c", "37"], 512),
     ("fa-v", ["--model", "qwen2.5-3b", "--n", "30", "--regime", "dot"], 128),  # D > VLMAX
+    ("fa-v", ["--heads", "14", "--kv-heads", "2", "--head-dim", "64", "--phase", "decode",
+              "--l", "130", "--regime", "dot", "--block-c", "29"], 512),  # block-major, 7:1
     ("fa-v", ["--model", "tinyllama-1.1b", "--n", "37", "--regime", "rows", "--transpose",
               "tile", "--strip", "29"], 1024),  # tiles of 4 rows, a partial last tile
     ("fa-v", ["--model", "qwen2.5-3b", "--n", "21", "--regime", "blocked", "--transpose",
