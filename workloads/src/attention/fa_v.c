@@ -133,8 +133,9 @@ static inline int fav_keys_kept(const fav_ctx *c) { (void)c; return 0; }
  * one register group (at --lmul, else at the auto LMUL) (Pythia decode at 512-8192 bit: no K^T copy, which
  * MHA reuses for one head only, and K read in memory order; Pythia decode L = 512 at 512
  * bit 1.69M cycles against blocked 3.12M, at 2048 bit 1.29M against heads 1.59M), else
- * blocked (K^T scores beat the heads and dot regimes for every GQA model: TinyLlama
- * decode at 512 bit, blocked 1.00M, dot 1.74M). */
+ * blocked (K^T scores beat dot for G = 8, TinyLlama decode at 512 bit 1.00M against
+ * 1.74M; for Llama 3.2's G = 4 dot is up to 12% faster from 1024 bit: a candidate rule,
+ * results/reference-regimes). */
 #define ROWS_AUTO_MIN_ROWS 64
 static int fav_auto_regime(const attn_problem *p, int lmul) {
     const int D = p->head_dim, G = p->heads / p->kv_heads;
