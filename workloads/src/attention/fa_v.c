@@ -130,9 +130,10 @@ static inline int fav_keys_kept(const fav_ctx *c) { (void)c; return 0; }
  * L = 512, 512-8192 bit, constant latency; workloads/README.md): rows whenever a kv head
  * has enough query rows to fill a strip (it won every prefill point, and lost every decode
  * point, where a kv head has only G rows); otherwise dot for MHA when a head's row fits
- * one register group (at --lmul, else at the auto LMUL) (Pythia decode at 512-8192 bit: no K^T copy, which
- * MHA reuses for one head only, and K read in memory order; Pythia decode L = 512 at 512
- * bit 1.69M cycles against blocked 3.12M, at 2048 bit 1.29M against heads 1.59M), else
+ * one register group at --lmul, else at the auto LMUL (Pythia decode at 512-8192 bit: no
+ * K^T copy, which MHA reuses for one head only, and K read in memory order; Pythia decode
+ * L = 512 at 512 bit 1.69M cycles against blocked 3.12M, at 2048 bit 1.30M against heads
+ * 1.59M), else
  * blocked (K^T scores beat dot for G = 8, TinyLlama decode at 512 bit 1.00M against
  * 1.74M; for Llama 3.2's G = 4 dot is up to 12% faster from 1024 bit: a candidate rule,
  * results/reference-regimes). */

@@ -84,7 +84,10 @@ static inline float FN(fav_dot_softmax)(float *sc, int n, int first, float *m, f
     return alpha;
 }
 
-/* One row (token i, head h): every key block, online softmax, output. */
+/* One row (token i, head h): every key block, online softmax, output. fav_dot calls it
+ * only when D exceeds VLMAX; its narrow branch (and fav_dot_scores) is no longer reached
+ * and goes with the next change to fa-v's binary (removing it now would re-id every kept
+ * fa-v run for no change in what runs). */
 __attribute__((noinline)) static void FN(fav_dot_row)(const fav_ctx *c, int i, int h) {
     const attn_problem *p = c->p;
     const int H = p->heads, D = p->head_dim, group = p->heads / p->kv_heads;
