@@ -127,8 +127,7 @@ def compact(src: Path, dst: Path) -> Compacted:
         raise StatsError(f"{src}: not a sweep results folder (no runs/)")
     planned = planned_runs(src)
     finished = sorted(p for p in runs.iterdir() if (p / "status.json").is_file())
-    planned_dirs = [p for p in finished if planned is None or p.name in planned]
-    run_dirs = [p for p in planned_dirs if not _stopped(p)]
+    run_dirs = [p for p in finished if planned is None or p.name in planned]
     roots = run_checkouts(run_dirs)
     dst.mkdir(parents=True, exist_ok=True)
     for name in SWEEP_FILES:
@@ -138,10 +137,14 @@ def compact(src: Path, dst: Path) -> Compacted:
                                         for name in ARCHIVED_SWEEP_FILES
                                         if (src / name).is_file()]
     problems: list[str] = []
+    kept = 0
     for run_dir in run_dirs:
         base = f"runs/{run_dir.name}"
         raw = {name: (run_dir / name).read_bytes() for name in RUN_FILES
                if (run_dir / name).is_file()}
+        if _stopped(raw.get("status.json", b"")):
+            continue
+        kept += 1
         members += [(f"{base}/{name}", scrub(data, roots)) for name, data in raw.items()]
         stats = run_dir / "stats.txt"
         if not stats.is_file() and (run_dir / ROI_ONLY_STATS).is_file():  # from an archive
@@ -154,12 +157,12 @@ def compact(src: Path, dst: Path) -> Compacted:
                 members.append((f"{base}/{ROI_ONLY_STATS}", text.encode()))
             except (StatsError, OSError, ValueError) as exc:
                 problems.append(f"{run_dir.name}: {str(exc).splitlines()[0]}")
-    write_archive(dst, members)
+    archive = write_archive(dst, members)
     shutil.rmtree(dst / "runs", ignore_errors=True)  # stale unpacked copies
     for stale in ("collected.csv", *ARCHIVED_SWEEP_FILES):
         (dst / stale).unlink(missing_ok=True)
-    return Compacted(len(run_dirs), (dst / RUNS_ARCHIVE).stat().st_size, problems,
-                     len(finished) - len(planned_dirs), len(planned_dirs) - len(run_dirs))
+    return Compacted(kept, archive.stat().st_size, problems, len(finished) - len(run_dirs),
+                     len(run_dirs) - kept)
 
 
 def write_archive(dst: Path, members: list[tuple[str, bytes]]) -> Path:
@@ -181,10 +184,10 @@ def write_archive(dst: Path, members: list[tuple[str, bytes]]) -> Path:
     return dst / RUNS_ARCHIVE
 
 
-def _stopped(run_dir: Path) -> bool:
+def _stopped(status_json: bytes) -> bool:
     """A run stopped before it ended (`killed`): not a result, and the next `run` of the
     sweep runs it again, so an archive keeps it as missing rather than as a verdict."""
     try:
-        return json.loads((run_dir / "status.json").read_text()).get("status") in RESUMED
-    except (OSError, ValueError, AttributeError):
+        return json.loads(status_json).get("status") in RESUMED
+    except (ValueError, AttributeError):
         return False  # unreadable: kept, and reported as such by whoever reads it
