@@ -253,12 +253,12 @@ def _archive_members(archive: Path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
 
 
-def _repack(members: dict[str, bytes], folder: Path, name: str = RUNS_ARCHIVE) -> Path:
+def _repack(members: dict[str, bytes], folder: Path, archive: str = RUNS_ARCHIVE) -> Path:
     import io
     import tarfile
 
     folder.mkdir()
-    with tarfile.open(folder / name, f"w:{name.rsplit('.', 1)[1]}") as tar:
+    with tarfile.open(folder / archive, f"w:{archive.rsplit('.', 1)[1]}") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
