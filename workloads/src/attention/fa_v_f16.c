@@ -47,9 +47,10 @@ typedef _Float16 h16;
 static inline const h16 *H(const attn_f16 *x) { return (const h16 *)x; }
 static inline h16 *HW(attn_f16 *x) { return (h16 *)x; }
 
-/* --regime auto, fp32 fa-v's rule (fa_v.c) with fp16's register: rows when a kv head has
- * enough query rows for a strip, heads for MHA once an e16 register holds whole heads,
- * else blocked. Not yet re-measured in gem5 for fp16. */
+/* --regime auto: rows when a kv head has enough query rows for a strip, heads for MHA once
+ * an e16 register holds whole heads, else blocked. fp32's rule before its dot regime became
+ * block-major (fa_v.c); fp16's dot is still row-at-a-time, and the block-major order was
+ * slower in fp16 (workloads/README.md, "attention: fp16"). */
 #define F16_ROWS_AUTO_MIN_ROWS 64
 #define F16_ROWS_AUTO_STRIP 128
 /* Rows regime, --strip auto: with D <= 64, strips of 256 rows (gem5, paper-fixed, prefill
